@@ -1,0 +1,362 @@
+#include "perf_common.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+#include "perf_options.h"
+#include "perf_report.h"
+
+namespace coll::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// -T expired. runPerf aborts the communicator, as nccl-tests does.
+struct TestTimeout {
+  int seconds;
+};
+
+// A zeroed host buffer. Zeroing touches every page, keeping page faults out of the first
+// timed op.
+class HostBuffer {
+ public:
+  explicit HostBuffer(size_t bytes) {
+    constexpr size_t kAlign = 4096;
+    size_t rounded = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+    data_.reset(static_cast<std::byte*>(std::aligned_alloc(kAlign, rounded)));
+    if (!data_) throw std::bad_alloc();
+    std::memset(data_.get(), 0, rounded);
+  }
+  std::byte* data() const { return data_.get(); }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte, Free> data_;
+};
+
+struct OpBuffers {
+  std::byte* send;
+  std::byte* recv;
+};
+
+class PerfRunner {
+ public:
+  PerfRunner(Communicator& comm, const CollDesc& desc, const PerfOptions& options,
+             Reporter& reporter)
+      : comm_(comm),
+        desc_(desc),
+        opts_(options),
+        reporter_(reporter),
+        send_(options.maxBytes),
+        recv_(options.maxBytes) {}
+
+  void runAll();
+  int64_t globalErrors() { return sumOverRanks(localErrors_); }
+  double avgBusBw() const { return cells_ ? busBwSum_ / cells_ : 0; }
+
+  // Small collectives the driver itself needs; all wait within -T.
+  void barrier();
+  int64_t sumOverRanks(int64_t value);
+  double aggregateTime(double seconds);
+  void wait(const Work& work) const;
+
+ private:
+  void runCombination(DataType type, ReduceOp op, int root);
+  Row makeRow(size_t bytes, DataType type, ReduceOp op, int root,
+              const InputPattern& pattern) const;
+  CellResult measure(const Row& row, bool inPlace);
+  double timeOps(const Row& row, bool inPlace, int iters, double* cpuSeconds);
+  int64_t checkOnce(const Row& row, bool inPlace);
+  void prepare(const Row& row, bool inPlace);
+  OpBuffers buffers(const Row& row, bool inPlace, int iter) const;
+
+  Communicator& comm_;
+  const CollDesc& desc_;
+  const PerfOptions& opts_;
+  Reporter& reporter_;
+  HostBuffer send_;
+  HostBuffer recv_;
+  std::vector<Work> works_;
+  int64_t localErrors_ = 0;  // measurements in which this rank saw wrong elements
+  double busBwSum_ = 0;
+  int cells_ = 0;
+};
+
+void PerfRunner::wait(const Work& work) const {
+  if (opts_.timeoutSec <= 0) {
+    work.wait();
+    return;
+  }
+  if (!work.wait(std::chrono::seconds(opts_.timeoutSec))) throw TestTimeout{opts_.timeoutSec};
+}
+
+void PerfRunner::barrier() {
+  int32_t one = 1;
+  int32_t sum = 0;
+  wait(comm_.allreduce(&one, &sum, 1, DataType::i32, ReduceOp::sum));
+}
+
+int64_t PerfRunner::sumOverRanks(int64_t value) {
+  int64_t sum = 0;
+  wait(comm_.allreduce(&value, &sum, 1, DataType::i64, ReduceOp::sum));
+  return sum;
+}
+
+// -a: rank 0's time, or the mean, min or max over ranks.
+double PerfRunner::aggregateTime(double seconds) {
+  double out = 0;
+  switch (opts_.average) {
+    case 0: wait(comm_.broadcast(&seconds, &out, 1, DataType::f64, 0)); return out;
+    case 2: wait(comm_.allreduce(&seconds, &out, 1, DataType::f64, ReduceOp::min)); return out;
+    case 3: wait(comm_.allreduce(&seconds, &out, 1, DataType::f64, ReduceOp::max)); return out;
+    default:
+      wait(comm_.allreduce(&seconds, &out, 1, DataType::f64, ReduceOp::sum));
+      return out / comm_.size();
+  }
+}
+
+// Successive ops use successive slices of the -e sized buffers, as nccl-tests does, so that
+// small sizes do not just bounce one cache-resident slice around. Checks use slice 0.
+OpBuffers PerfRunner::buffers(const Row& row, bool inPlace, int iter) const {
+  size_t elt = sizeOf(row.type);
+  size_t total = std::max(row.counts.send, row.counts.recv) * elt;
+  if (total > opts_.maxBytes) {
+    throw std::logic_error(desc_.name + ": a row needs " + std::to_string(total) +
+                           " bytes, more than the " + std::to_string(opts_.maxBytes) +
+                           " allocated");
+  }
+  size_t slices = total ? std::max<size_t>(opts_.maxBytes / total, 1) : 1;
+  size_t shift = total * (static_cast<size_t>(iter) % slices);
+  if (!inPlace) return {send_.data() + shift, recv_.data() + shift};
+  std::byte* base = recv_.data() + shift;
+  auto rank = static_cast<size_t>(row.rank);
+  return {base + row.counts.sendInplaceOffset * rank * elt,
+          base + row.counts.recvInplaceOffset * rank * elt};
+}
+
+// Poison first: in-place, the send region lies inside the receive region.
+void PerfRunner::prepare(const Row& row, bool inPlace) {
+  OpBuffers b = buffers(row, inPlace, 0);
+  fillPoison(b.recv, row.type, row.counts.recv);
+  if (!desc_.sends || desc_.sends(row)) {
+    fillInput(b.send, row.type, row.counts.send, *row.pattern, row.rank);
+  } else {
+    fillPoison(b.send, row.type, row.counts.send);
+  }
+}
+
+// Returns the time per op; *cpuSeconds gets the time per op to issue them.
+double PerfRunner::timeOps(const Row& row, bool inPlace, int iters, double* cpuSeconds) {
+  int ops = iters * opts_.aggIters;
+  works_.clear();
+  works_.reserve(static_cast<size_t>(ops));
+  barrier();
+  Clock::time_point start = Clock::now();
+  for (int i = 0; i < ops; ++i) {
+    OpBuffers b = buffers(row, inPlace, i);
+    Work work = desc_.run(comm_, b.send, b.recv, row);
+    if (opts_.blocking == 0) {
+      works_.push_back(std::move(work));
+      continue;
+    }
+    wait(work);
+    if (opts_.blocking == 1) barrier();
+  }
+  *cpuSeconds = secondsSince(start) / ops;
+  // Ops complete in issue order, so the first wait covers nearly all; waiting on each still
+  // surfaces the error of any op that failed.
+  for (const Work& work : works_) wait(work);
+  double seconds = secondsSince(start) / ops;
+  works_.clear();
+  return seconds;
+}
+
+int64_t PerfRunner::checkOnce(const Row& row, bool inPlace) {
+  prepare(row, inPlace);
+  barrier();  // every rank's input is in place before any op may read it
+  OpBuffers b = buffers(row, inPlace, 0);
+  wait(desc_.run(comm_, b.send, b.recv, row));
+
+  std::vector<double> cycle;
+  if (desc_.periodicExpected) {
+    cycle.resize(std::min(row.pattern->period(), row.counts.recv));
+    for (size_t i = 0; i < cycle.size(); ++i) cycle[i] = desc_.expected(row, i);
+  }
+  auto expected = [&](size_t i) {
+    return cycle.empty() ? desc_.expected(row, i) : cycle[i % cycle.size()];
+  };
+  return countWrong(b.recv, row.type, row.counts.recv, expected, row.pattern->tolerance());
+}
+
+CellResult PerfRunner::measure(const Row& row, bool inPlace) {
+  // Time on the same data the check uses, as nccl-tests does.
+  if (opts_.check > 0) prepare(row, inPlace);
+  double cpuSeconds = 0;
+  double seconds = aggregateTime(timeOps(row, inPlace, opts_.iters, &cpuSeconds));
+  if (opts_.reportCpuTime) cpuSeconds = aggregateTime(cpuSeconds);
+
+  CellResult result;
+  double bytes = static_cast<double>(std::max(row.counts.send, row.counts.recv) * sizeOf(row.type));
+  result.timeUs = (opts_.reportCpuTime ? cpuSeconds : seconds) * 1e6;
+  result.algBw = bytes > 0 ? bytes / 1e9 / seconds : 0;
+  result.busBw = result.algBw * desc_.busBwFactor(row.nranks);
+
+  if (opts_.check > 0) {
+    int64_t local = 0;
+    int64_t global = 0;
+    for (int c = 0; c < opts_.check && global == 0; ++c) {
+      local = checkOnce(row, inPlace);
+      global = sumOverRanks(local);
+    }
+    if (local > 0) ++localErrors_;
+    result.wrong = global;
+  }
+  busBwSum_ += result.busBw;
+  ++cells_;
+  return result;
+}
+
+Row PerfRunner::makeRow(size_t bytes, DataType type, ReduceOp op, int root,
+                        const InputPattern& pattern) const {
+  Row row;
+  row.type = type;
+  row.op = op;
+  row.root = root;
+  row.rank = comm_.rank();
+  row.nranks = comm_.size();
+  row.counts = desc_.counts(bytes / sizeOf(type), row.nranks);
+  row.pattern = &pattern;
+  return row;
+}
+
+void PerfRunner::runCombination(DataType type, ReduceOp op, int root) {
+  InputPattern pattern(type, desc_.hasOp ? std::optional<ReduceOp>(op) : std::nullopt,
+                       comm_.size());
+  double ignored = 0;
+  if (opts_.warmupIters > 0) {
+    for (size_t bytes : {opts_.maxBytes, opts_.minBytes}) {
+      timeOps(makeRow(bytes, type, op, root, pattern), false, opts_.warmupIters, &ignored);
+    }
+  }
+  for (size_t bytes : sweepSizes(opts_)) {
+    Row row = makeRow(bytes, type, op, root, pattern);
+    RowLabel label;
+    label.bytes = std::max(row.counts.send, row.counts.recv) * sizeOf(type);
+    label.count = row.counts.param;
+    label.type = ncclTypeName(type);
+    label.redop = desc_.hasOp ? ncclOpName(op) : "none";
+    label.root = root;
+    reporter_.beginRow(label);
+    for (bool inPlace : {false, true}) reporter_.printCell(label, inPlace, measure(row, inPlace));
+    reporter_.endRow();
+  }
+}
+
+void PerfRunner::runAll() {
+  std::vector<ReduceOp> ops = desc_.hasOp ? opts_.ops : std::vector<ReduceOp>{ReduceOp::sum};
+  std::vector<int> roots = {-1};
+  if (desc_.hasRoot) {
+    roots = {opts_.root};
+    if (opts_.root < 0) {
+      roots.clear();
+      for (int r = 0; r < comm_.size(); ++r) roots.push_back(r);
+    }
+  }
+  for (DataType type : opts_.types) {
+    for (ReduceOp op : ops) {
+      for (int root : roots) runCombination(type, op, root);
+    }
+  }
+}
+
+// Rank 0 prints every rank's line. An all-reduce (sum of u8) of buffers that are zero
+// except in each rank's own slot gathers them without needing a gather collective.
+std::vector<std::string> gatherRankLines(Communicator& comm, PerfRunner& runner) {
+  constexpr size_t kSlot = 256;
+  auto n = static_cast<size_t>(comm.size());
+  std::vector<char> mine(n * kSlot, 0);
+  std::vector<char> all(n * kSlot, 0);
+  std::string line = rankLine(comm.rank(), comm.localRank()).substr(0, kSlot - 1);
+  std::memcpy(mine.data() + static_cast<size_t>(comm.rank()) * kSlot, line.data(), line.size());
+  runner.wait(comm.allreduce(mine.data(), all.data(), all.size(), DataType::u8, ReduceOp::sum));
+  std::vector<std::string> lines;
+  for (size_t r = 0; r < n; ++r) {
+    const char* slot = all.data() + r * kSlot;
+    lines.emplace_back(slot, strnlen(slot, kSlot));
+  }
+  return lines;
+}
+
+int runSweep(Communicator& comm, const CollDesc& desc, Reporter& reporter, PerfRunner& runner) {
+  // Only rank 0 opens the file; everyone learns whether it could, so nobody runs alone.
+  std::string error;
+  bool opened = reporter.openJson(&error);
+  if (!opened) std::fprintf(stderr, "%s_perf: %s\n", desc.name.c_str(), error.c_str());
+  if (runner.sumOverRanks(opened ? 0 : 1) != 0) return 2;
+
+  reporter.printPreamble(comm.size(), gatherRankLines(comm, runner));
+  reporter.printTableHeader();
+  runner.runAll();
+  int64_t errors = runner.globalErrors();
+  reporter.printFooter(errors, runner.avgBusBw());
+  return errors ? 1 : 0;
+}
+
+}  // namespace
+
+int runPerf(int argc, char** argv, const CollDesc& desc) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  const std::string program = desc.name + "_perf";
+  PerfOptions options;
+  std::string error;
+  switch (parsePerfOptions(argc, argv, &options, &error)) {
+    case ParseResult::kHelp: std::fputs(perfUsage(program.c_str()).c_str(), stdout); return 0;
+    case ParseResult::kError:
+      std::fprintf(stderr, "%s: %s (-h lists the options)\n", program.c_str(), error.c_str());
+      return 2;
+    case ParseResult::kRun: break;
+  }
+  // Declared so that they are destroyed runner first: its buffers must outlive every op
+  // still in flight, which on the error path means until abort() below has returned.
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<Reporter> reporter;
+  std::unique_ptr<PerfRunner> runner;
+  try {
+    comm = Communicator::fromEnvironment();
+    if (desc.hasRoot && options.root >= comm->size()) {
+      std::fprintf(stderr, "%s: invalid root %d: there are %d ranks\n", program.c_str(),
+                   options.root, comm->size());
+      return 2;
+    }
+    reporter = std::make_unique<Reporter>(comm->rank() == 0, desc.name, options);
+    runner = std::make_unique<PerfRunner>(*comm, desc, options, *reporter);
+    return runSweep(*comm, desc, *reporter, *runner);
+  } catch (const TestTimeout& t) {
+    char host[256] = "unknown";
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = '\0';
+    std::fprintf(stderr, "%s: Test timeout (%ds)\n", host, t.seconds);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: rank %d: %s\n", program.c_str(), comm ? comm->rank() : -1, e.what());
+  }
+  // Peers fail fast instead of waiting out their own deadlines.
+  if (comm) comm->abort();
+  return 1;
+}
+
+}  // namespace coll::bench

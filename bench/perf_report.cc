@@ -1,0 +1,170 @@
+#include "perf_report.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+namespace coll::bench {
+namespace {
+
+// Column layout of nccl-tests' table: size, count, type, redop, root, then per placement
+// time, algbw, busbw, #wrong.
+constexpr const char* kLabelColumns = "# %10s  %12s  %8s  %6s  %6s";
+constexpr const char* kCellColumns = "  %7s  %6s  %6s  %6s";
+
+void printHeaderLine(std::FILE* out, const char* size, const char* count, const char* type,
+                     const char* redop, const char* root, const char* time, const char* algbw,
+                     const char* busbw, const char* wrong) {
+  std::fprintf(out, kLabelColumns, size, count, type, redop, root);
+  for (int placement = 0; placement < 2; ++placement) {
+    std::fprintf(out, kCellColumns, time, algbw, busbw, wrong);
+  }
+  std::fprintf(out, " \n");
+}
+
+// JSON has no NaN or infinity.
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string formatFixedWidth(double value, int width) {
+  // Digits left of the point; capped so that infinity ends the loop.
+  int digits = 0;
+  for (double limit = 1; value >= limit && digits < 40; limit *= 10) ++digits;
+  char buf[64];
+  if (digits < width - 2) {
+    std::snprintf(buf, sizeof buf, "%*.2f", width, value);
+  } else if (digits < width - 1) {
+    std::snprintf(buf, sizeof buf, "%*.1f", width, value);
+  } else if (digits < width + 1) {
+    std::snprintf(buf, sizeof buf, "%*.0f", width, value);
+  } else if (width >= 7) {
+    std::snprintf(buf, sizeof buf, "%*.1e", width, value);
+  } else {
+    std::snprintf(buf, sizeof buf, "%*.0e", width, value);
+  }
+  return buf;
+}
+
+std::string rankLine(int rank, int localRank) {
+  char host[256] = "unknown";
+  if (gethostname(host, sizeof host) != 0) std::strcpy(host, "unknown");
+  host[sizeof host - 1] = '\0';
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "#  Rank %2d Group %2d Pid %6d on %10s device %2d [cpu] host memory", rank, 0,
+                static_cast<int>(getpid()), host, localRank < 0 ? 0 : localRank);
+  return buf;
+}
+
+Reporter::Reporter(bool active, std::string collective, const PerfOptions& options, std::FILE* out)
+    : active_(active), collective_(std::move(collective)), options_(options), out_(out) {}
+
+Reporter::~Reporter() {
+  if (json_ != nullptr) std::fclose(json_);
+}
+
+bool Reporter::openJson(std::string* error) {
+  if (!active_ || options_.jsonPath.empty()) return true;
+  json_ = std::fopen(options_.jsonPath.c_str(), "w");
+  if (json_ != nullptr) return true;
+  *error = "cannot write " + options_.jsonPath + ": " + std::strerror(errno);
+  return false;
+}
+
+void Reporter::printPreamble(int nranks, const std::vector<std::string>& rankLines) {
+  nranks_ = nranks;
+  if (!active_) return;
+  const PerfOptions& o = options_;
+  bool byFactor = o.stepFactor > 1;
+  std::fprintf(out_, "# Collective test starting: %s_perf\n", collective_.c_str());
+  std::fprintf(out_,
+               "# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d "
+               "iters: %d agg iters: %d validation: %d graph: 0\n",
+               o.minBytes, o.maxBytes, byFactor ? o.stepFactor : o.stepBytes,
+               byFactor ? "factor" : "bytes", o.warmupIters, o.iters, o.aggIters, o.check);
+  if (o.blocking == 1) {
+    std::fprintf(out_,
+                 "# Blocking Enabled: wait for completion and barrier after each collective \n");
+  } else if (o.blocking > 1) {
+    std::fprintf(out_,
+                 "# Blocking Enabled: wait for completion after each collective (no barrier) \n");
+  }
+  if (json_ != nullptr) std::fprintf(out_, "# Writing JSON lines to %s\n", o.jsonPath.c_str());
+  std::fprintf(out_, "#\n# Using devices\n");
+  for (const std::string& line : rankLines) std::fprintf(out_, "%s\n", line.c_str());
+  std::fflush(out_);
+}
+
+void Reporter::printTableHeader() {
+  if (!active_) return;
+  const char* time = options_.reportCpuTime ? "cputime" : "time";
+  std::fprintf(out_, "#\n");
+  std::fprintf(out_,
+               "# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
+               "in-place          \n",
+               "", "", "", "", "");
+  printHeaderLine(out_, "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong");
+  printHeaderLine(out_, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+  std::fflush(out_);
+}
+
+void Reporter::beginRow(const RowLabel& row) {
+  if (!active_) return;
+  std::fprintf(out_, "%12zu  %12zu  %8s  %6s  %6d", row.bytes, row.count, row.type, row.redop,
+               row.root);
+  std::fflush(out_);
+}
+
+void Reporter::printCell(const RowLabel& row, bool inPlace, const CellResult& result) {
+  if (!active_) return;
+  char wrong[32];
+  if (result.wrong < 0) {
+    std::snprintf(wrong, sizeof wrong, "N/A");
+  } else {
+    std::snprintf(wrong, sizeof wrong, "%g", static_cast<double>(result.wrong));
+  }
+  std::fprintf(out_, kCellColumns, formatFixedWidth(result.timeUs, 7).c_str(),
+               formatFixedWidth(result.algBw, 6).c_str(), formatFixedWidth(result.busBw, 6).c_str(),
+               wrong);
+  std::fflush(out_);
+  writeJsonLine(row, inPlace, result);
+}
+
+void Reporter::endRow() {
+  if (!active_) return;
+  std::fprintf(out_, "\n");
+  std::fflush(out_);
+}
+
+void Reporter::printFooter(int64_t errors, double avgBusBw) {
+  if (!active_) return;
+  std::fprintf(out_, "# %-20s : %lld %s\n", "Out of bounds values", static_cast<long long>(errors),
+               errors ? "FAILED" : "OK");
+  std::fprintf(out_, "# %-20s : %g \n", "Avg bus bandwidth", avgBusBw);
+  std::fprintf(out_, "#\n# Collective test concluded: %s_perf\n#\n", collective_.c_str());
+  std::fflush(out_);
+}
+
+void Reporter::writeJsonLine(const RowLabel& row, bool inPlace, const CellResult& result) {
+  if (json_ == nullptr) return;
+  std::string wrong = result.wrong < 0 ? "null" : std::to_string(result.wrong);
+  // Names and numbers only: nothing here needs escaping.
+  std::fprintf(json_,
+               "{\"collective\":\"%s\",\"nranks\":%d,\"size\":%zu,\"count\":%zu,"
+               "\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,\"inplace\":%s,"
+               "\"time_us\":%s,\"algbw\":%s,\"busbw\":%s,\"wrong\":%s}\n",
+               collective_.c_str(), nranks_, row.bytes, row.count, row.type, row.redop, row.root,
+               inPlace ? "true" : "false", jsonNumber(result.timeUs).c_str(),
+               jsonNumber(result.algBw).c_str(), jsonNumber(result.busBw).c_str(), wrong.c_str());
+  std::fflush(json_);
+}
+
+}  // namespace coll::bench

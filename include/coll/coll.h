@@ -1,0 +1,85 @@
+/* The C API, shaped like NCCL's so that code written for NCCL changes little.
+ * Every call returns a collResult_t; collGetErrorString and collGetLastError explain it. */
+#ifndef COLL_COLL_H_
+#define COLL_COLL_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  collSuccess = 0,
+  collTimeout = 1,
+  collPeerLost = 2,
+  collMismatch = 3,
+  collInvalidArgument = 4,
+  collUnsupported = 5,
+  collTransportError = 6,
+  collInternalError = 7,
+  collInProgress = 8,
+} collResult_t;
+
+typedef enum {
+  collFloat32 = 0, collFloat64, collFloat16, collBfloat16, collInt8,
+  collUint8, collInt32, collUint32, collInt64, collUint64,
+  /* NCCL spellings */
+  collFloat = collFloat32, collDouble = collFloat64, collHalf = collFloat16,
+} collDataType_t;
+
+typedef enum { collSum = 0, collProd, collMin, collMax, collAvg } collRedOp_t;
+
+#define COLL_UNIQUE_ID_BYTES 128
+/* Rank 0 makes one with collGetUniqueId and ships it to the others (e.g. via MPI_Bcast).
+ * It holds the store's address and the job secret: treat it as a credential. */
+typedef struct { char internal[COLL_UNIQUE_ID_BYTES]; } collUniqueId;
+
+typedef struct collComm* collComm_t;
+typedef struct collRequest* collRequest_t;
+/* A cudaStream_t where CUDA is used; NULL: the call completes before it returns. */
+typedef void* collStream_t;
+
+const char* collGetErrorString(collResult_t result);
+/* The message of the last failed call on this thread (op, ranks, cause). */
+const char* collGetLastError(void);
+
+/* Starts a rendezvous store in this process (the caller must be rank 0). */
+collResult_t collGetUniqueId(collUniqueId* uniqueId);
+collResult_t collCommInitRank(collComm_t* comm, int nranks, collUniqueId commId, int rank);
+/* rank, size and rendezvous from the launcher: collrun, torchrun, mpirun, srun. */
+collResult_t collCommInitFromEnv(collComm_t* comm);
+/* Waits for queued ops, then frees. */
+collResult_t collCommDestroy(collComm_t comm);
+/* Fails pending ops, disconnects and frees; returns in bounded time. */
+collResult_t collCommAbort(collComm_t comm);
+collResult_t collCommGetAsyncError(collComm_t comm, collResult_t* asyncError);
+collResult_t collCommCount(const collComm_t comm, int* count);
+collResult_t collCommUserRank(const collComm_t comm, int* rank);
+
+/* With stream == NULL these return once the op completed (or failed). */
+collResult_t collAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           collDataType_t datatype, collRedOp_t op, collComm_t comm,
+                           collStream_t stream);
+collResult_t collBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           collDataType_t datatype, int root, collComm_t comm,
+                           collStream_t stream);
+
+/* Asynchronous forms: the op runs on the communicator's progress thread. */
+collResult_t collAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
+                                collDataType_t datatype, collRedOp_t op, collComm_t comm,
+                                collRequest_t* request);
+collResult_t collBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count,
+                                collDataType_t datatype, int root, collComm_t comm,
+                                collRequest_t* request);
+/* collSuccess when done, collInProgress while running, the op's error otherwise. */
+collResult_t collRequestTest(collRequest_t request);
+/* timeout_ms < 0: wait up to the op's own deadline. collInProgress if timeout_ms expired. */
+collResult_t collRequestWait(collRequest_t request, long timeout_ms);
+collResult_t collRequestFree(collRequest_t request);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COLL_COLL_H_ */

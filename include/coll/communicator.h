@@ -1,0 +1,70 @@
+// coll::Communicator: a group of ranks that run collectives together.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "coll/error.h"
+#include "coll/types.h"
+#include "coll/work.h"
+
+namespace coll {
+
+// How to reach the others explicitly, instead of reading a launcher's environment.
+struct CommOptions {
+  int rank = -1;
+  int size = -1;
+  int local_rank = -1;        // -1: unknown (derived from host grouping)
+  std::string store_address;  // "host:port" of the rendezvous store
+  bool host_store = false;    // this process serves the store at store_address (normally rank 0)
+  std::string secret;         // the job secret; empty: taken from COLL_JOB_SECRET
+  std::string name = "world"; // distinguishes several communicators on one store
+};
+
+class CommunicatorImpl;
+
+// Thread-safety: collectives may be issued from any one thread at a time (like NCCL, a
+// communicator is not for concurrent issuing); Work handles may be waited on from any thread.
+// Each communicator owns one progress thread that executes its ops in issue order.
+class Communicator {
+ public:
+  // Reads rank, size and the rendezvous address from the launcher's environment: collrun,
+  // torchrun, Open MPI, MPICH/Hydra (PMI-1) or Slurm, with MASTER_ADDR/MASTER_PORT overriding.
+  // Throws coll::Error (InvalidArgument when the environment is incomplete; Timeout when the
+  // others do not arrive within COLL_TIMEOUT).
+  static std::unique_ptr<Communicator> fromEnvironment();
+  static std::unique_ptr<Communicator> create(const CommOptions& options);
+
+  ~Communicator();  // waits for queued ops (bounded by their deadlines), then disconnects
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+  int localRank() const;
+
+  // recv[i] = op over all ranks of send[i], for i < count. send == recv is in-place.
+  // Every rank receives bit-identical results.
+  Work allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+
+  // recv = root's send on every rank. send is read on the root only; send == recv is in-place.
+  Work broadcast(const void* send, void* recv, size_t count, DataType type, int root);
+
+  // Fails every queued and running op with PeerLost ("aborted by the application"), closes
+  // every connection so peers fail fast too, and returns in bounded time. Idempotent.
+  void abort();
+
+  // The first error that broke the communicator, if any (the NCCL "async error").
+  std::optional<Error> asyncError() const;
+
+  // Human-readable summary of the connections: "rank 1 -> peer 2 via socket (10.0.0.3:41000, 2 streams)".
+  std::string describe() const;
+
+ private:
+  explicit Communicator(std::unique_ptr<CommunicatorImpl> impl);
+  std::unique_ptr<CommunicatorImpl> impl_;
+};
+
+}  // namespace coll

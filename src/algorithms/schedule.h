@@ -1,0 +1,46 @@
+// A Schedule is an algorithm written down as data: the steps one rank performs for one
+// collective, with the dependencies between them. The executor runs it over Connections, the
+// selector can cost it, and tests can check it without any transport.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace coll::algo {
+
+enum class StepKind : uint8_t {
+  send,        // send buffer[offset, +bytes) to peer
+  recv,        // receive from peer into output[offset, +bytes)
+  recvReduce,  // receive from peer into scratch[scratch_offset, +bytes), then output[offset] op= it
+  copy,        // output[offset, +bytes) = input[offset, +bytes)
+  divide,      // output[offset, +bytes) /= nranks (finishes ReduceOp::avg)
+};
+
+enum class BufferId : uint8_t { input, output };
+
+struct Step {
+  StepKind kind;
+  BufferId source = BufferId::output;  // send: which buffer to read
+  int peer = -1;                       // send / recv / recvReduce
+  size_t offset = 0;                   // bytes, in the output (or, for send, the source) buffer
+  size_t bytes = 0;
+  size_t scratch_offset = 0;           // recvReduce only
+  uint32_t phase = 0;                  // the algorithm's step number, for error messages
+  std::vector<uint32_t> deps;          // indices of steps that must finish first
+};
+
+// Rules the builders follow and the executor relies on:
+//  - a step's deps have smaller indices;
+//  - steps to one peer in one direction are issued in index order, and the peer's schedule
+//    issues the matching steps in the same order with the same byte counts;
+//  - a step that writes a region depends on every earlier step that reads or writes it.
+struct Schedule {
+  std::string algorithm;  // "ring", "chain", ...
+  std::vector<Step> steps;
+  size_t scratch_bytes = 0;
+  uint32_t num_phases = 0;
+};
+
+}  // namespace coll::algo

@@ -1,0 +1,206 @@
+// Reads rank, size and the rendezvous from whichever launcher started us. Order: collrun,
+// torchrun / explicit MASTER_ADDR, MPICH (PMI-1), Open MPI, Slurm.
+#include "bootstrap/launch_env.h"
+
+#include <cstdlib>
+#include <fcntl.h>
+#include <fstream>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/hosted_store.h"
+#include "bootstrap/pmi1.h"
+#include "bootstrap/slurm_hostlist.h"
+#include "core/config.h"
+#include "core/log.h"
+
+namespace coll::bootstrap {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+bool envInt(const char* name, int* out) {
+  const char* v = env(name);
+  if (!v) return false;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end != '\0') return false;
+  *out = static_cast<int>(x);
+  return true;
+}
+
+Deadline initDeadline() { return Clock::now() + Config::global().timeout; }
+
+// Without COLL_JOB_SECRET, launchers other than collrun give us nothing secret. A secret
+// derived from the job's identity still keeps two jobs from cross-talking; it does not stop
+// an attacker on the network, which the log says once.
+void takeSecret(LaunchInfo* info, const std::string& job_identity) {
+  if (const char* s = env(kEnvJobSecret)) {
+    info->secret = s;
+    info->secret_origin = kEnvJobSecret;
+    return;
+  }
+  info->secret = "derived:" + job_identity;
+  info->secret_origin = "derived from " + job_identity;
+  COLL_INFO("INIT", "no COLL_JOB_SECRET: connections are authenticated with a secret derived from the job's "
+            "identity (%s); set COLL_JOB_SECRET on every rank to keep out others on the network", job_identity.c_str());
+}
+
+Status fromCollrun(LaunchInfo* info) {
+  info->launcher = "collrun";
+  envInt(kEnvRank, &info->rank);
+  envInt(kEnvWorldSize, &info->size);
+  envInt(kEnvLocalRank, &info->local_rank);
+  info->store_address = env(kEnvStoreAddr);
+  if (!env(kEnvJobSecret)) return invalidArgument("COLL_STORE_ADDR is set but COLL_JOB_SECRET is not");
+  info->secret = env(kEnvJobSecret);
+  info->secret_origin = "collrun";
+  return Status::ok();
+}
+
+// torchrun, or any launcher the user points at a rendezvous with MASTER_ADDR/MASTER_PORT.
+Status fromMasterAddr(LaunchInfo* info, const char* launcher) {
+  info->launcher = launcher;
+  int port = 0;
+  if (!envInt("MASTER_PORT", &port) || port <= 0 || port > 65535) return invalidArgument("MASTER_PORT is not a port number");
+  // Under torchrun the agent's own TCPStore already holds MASTER_PORT; ours listens next to it.
+  std::string agent = env("TORCHELASTIC_USE_AGENT_STORE") ? env("TORCHELASTIC_USE_AGENT_STORE") : "";
+  int store_port = port;
+  if (!envInt("COLL_STORE_PORT", &store_port) && (agent == "True" || agent == "1")) store_port = port + 1;
+  info->store_address = std::string(env("MASTER_ADDR")) + ":" + std::to_string(store_port);
+  info->host_store = info->rank == 0;
+  std::string identity = info->store_address + "/" + std::to_string(info->size);
+  if (const char* run = env("TORCHELASTIC_RUN_ID")) identity += "/" + std::string(run);
+  takeSecret(info, identity);
+  return Status::ok();
+}
+
+Status fromPmi1(LaunchInfo* info) {
+  info->launcher = "mpich";
+  envInt("PMI_RANK", &info->rank);
+  envInt("PMI_SIZE", &info->size);
+  envInt("MPI_LOCALRANKID", &info->local_rank);
+  int fd = -1;
+  if (!envInt("PMI_FD", &fd)) return invalidArgument("PMI_RANK is set but PMI_FD is not (only PMI-1 over PMI_FD is supported)");
+  Deadline deadline = initDeadline();
+  Pmi1Client pmi;
+  COLL_RETURN_IF_ERROR(Pmi1Client::connect(fd, deadline, &pmi));
+  int local_size = 0;
+  bool local_only = envInt("MPI_LOCALNRANKS", &local_size) && local_size == info->size;
+  if (info->rank == 0) {
+    info->secret = env(kEnvJobSecret) ? env(kEnvJobSecret) : generateSecret();
+    COLL_RETURN_IF_ERROR(startHostedStore(info->secret, local_only, &info->store_address));
+    COLL_RETURN_IF_ERROR(pmi.put("coll-store", info->store_address + "," + info->secret, deadline));
+  }
+  COLL_RETURN_IF_ERROR(pmi.barrier(deadline));
+  std::string value;
+  COLL_RETURN_IF_ERROR(pmi.get("coll-store", &value, deadline));
+  size_t comma = value.find(',');
+  if (comma == std::string::npos) return transportError("malformed coll-store entry in PMI: " + value);
+  info->store_address = value.substr(0, comma);
+  info->secret = value.substr(comma + 1);
+  info->secret_origin = "rank 0, via PMI";
+  return Status::ok();
+}
+
+// Open MPI without MASTER_ADDR: on one host, rank 0 publishes the store in a file only this
+// user can read, named after the job. Across hosts the user must give MASTER_ADDR/PORT.
+Status fromOpenMpiFile(LaunchInfo* info) {
+  int local_size = 0;
+  envInt("OMPI_COMM_WORLD_LOCAL_SIZE", &local_size);
+  const char* job = env("OMPI_MCA_ess_base_jobid") ? env("OMPI_MCA_ess_base_jobid") : env("PMIX_NAMESPACE");
+  if (local_size != info->size || !job)
+    return invalidArgument("Open MPI across several hosts: set MASTER_ADDR and MASTER_PORT (coll has no PMIx client "
+                           "yet), e.g. mpirun -x MASTER_ADDR=<rank 0's host> -x MASTER_PORT=29500");
+  std::string path = std::string("/tmp/coll-ompi-") + std::to_string(::getuid()) + "-" + job;
+  for (char& c : path) if (c == ' ' || c == '@' || c == ',') c = '_';
+  Deadline deadline = initDeadline();
+  if (info->rank == 0) {
+    info->secret = env(kEnvJobSecret) ? env(kEnvJobSecret) : generateSecret();
+    COLL_RETURN_IF_ERROR(startHostedStore(info->secret, true, &info->store_address));
+    std::string tmp = path + ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return transportError("cannot write " + tmp);
+    std::string line = info->store_address + " " + info->secret + "\n";
+    bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    ::close(fd);
+    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return transportError("cannot publish " + path);
+  } else {
+    for (;;) {
+      std::ifstream in(path);
+      if (in >> info->store_address >> info->secret) break;
+      if (Clock::now() > deadline) return timeoutError("rank 0 did not publish " + path + " before the deadline");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  info->secret_origin = "rank 0, via " + path;
+  return Status::ok();
+}
+
+Status fromOpenMpi(LaunchInfo* info) {
+  info->launcher = "openmpi";
+  envInt("OMPI_COMM_WORLD_RANK", &info->rank);
+  envInt("OMPI_COMM_WORLD_SIZE", &info->size);
+  envInt("OMPI_COMM_WORLD_LOCAL_RANK", &info->local_rank);
+  if (env("MASTER_ADDR")) return fromMasterAddr(info, "openmpi");
+  return fromOpenMpiFile(info);
+}
+
+Status fromSlurm(LaunchInfo* info) {
+  info->launcher = "slurm";
+  envInt("SLURM_PROCID", &info->rank);
+  envInt("SLURM_NTASKS", &info->size);
+  envInt("SLURM_LOCALID", &info->local_rank);
+  if (env("MASTER_ADDR")) return fromMasterAddr(info, "slurm");
+  const char* nodes = env("SLURM_STEP_NODELIST") ? env("SLURM_STEP_NODELIST") : env("SLURM_JOB_NODELIST");
+  if (!nodes) return invalidArgument("Slurm: no SLURM_STEP_NODELIST or SLURM_JOB_NODELIST, and no MASTER_ADDR");
+  std::string first;
+  COLL_RETURN_IF_ERROR(firstHostOfList(nodes, &first));
+  int job = 0;
+  envInt("SLURM_JOB_ID", &job);
+  int port = 0;
+  if (!envInt("MASTER_PORT", &port)) port = 20000 + job % 20000;  // same on every rank, differs across jobs
+  info->store_address = first + ":" + std::to_string(port);
+  info->host_store = info->rank == 0;
+  takeSecret(info, "slurm/" + std::to_string(job) + "/" + (env("SLURM_STEP_ID") ? env("SLURM_STEP_ID") : "0"));
+  return Status::ok();
+}
+
+Status checkPosition(const LaunchInfo& info) {
+  if (info.size < 1 || info.rank < 0 || info.rank >= info.size)
+    return invalidArgument(format("launcher %s gave rank %d of %d", info.launcher.c_str(), info.rank, info.size));
+  if (info.store_address.empty()) return invalidArgument("no rendezvous address");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status detectLaunch(LaunchInfo* info) {
+  Status st;
+  if (env(kEnvStoreAddr)) {
+    st = fromCollrun(info);
+  } else if (env("RANK") && env("WORLD_SIZE") && env("MASTER_ADDR")) {
+    envInt("RANK", &info->rank);
+    envInt("WORLD_SIZE", &info->size);
+    envInt("LOCAL_RANK", &info->local_rank);
+    st = fromMasterAddr(info, env("TORCHELASTIC_RUN_ID") ? "torchrun" : "env");
+  } else if (env("PMI_RANK") && env("PMI_SIZE")) {
+    st = fromPmi1(info);
+  } else if (env("OMPI_COMM_WORLD_RANK")) {
+    st = fromOpenMpi(info);
+  } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
+    st = fromSlurm(info);
+  } else {
+    return invalidArgument("no launcher found: start with collrun -n N, torchrun, mpirun or srun, or set RANK, "
+                           "WORLD_SIZE, MASTER_ADDR and MASTER_PORT");
+  }
+  COLL_RETURN_IF_ERROR(st);
+  return checkPosition(*info);
+}
+
+}  // namespace coll::bootstrap

@@ -1,0 +1,54 @@
+// The rendezvous store: a small key-value service used only to exchange addresses at start-up.
+// Data never flows through it. Every connection proves knowledge of the job secret with a
+// challenge-response (see auth.h) before any request is served; others are refused and logged.
+//
+// Wire format (all integers little-endian): request = u32 magic 'CST1', u32 type, u32 key
+// length, u32 value length, key, value. Reply = u32 status, u32 value length, value. Keys are
+// at most 4 KiB and values 1 MiB; larger lengths are refused before anything is allocated.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace coll::bootstrap {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+// Serves the store from a background thread until destroyed.
+class StoreServer {
+ public:
+  // bind_host "0.0.0.0" or an address; port 0 picks a free port. Fails with Transport when
+  // the port is taken.
+  static Status start(const std::string& bind_host, int port, const std::string& secret,
+                      std::unique_ptr<StoreServer>* out);
+  virtual ~StoreServer() = default;
+  virtual int port() const = 0;
+};
+
+// One client connection. Not thread-safe: one thread uses it at a time.
+class StoreClient {
+ public:
+  // Retries connecting until the deadline (the server may start later than its clients).
+  static Status connect(const std::string& address, const std::string& secret, Deadline deadline,
+                        std::unique_ptr<StoreClient>* out);
+  virtual ~StoreClient() = default;
+
+  virtual Status set(const std::string& key, const std::string& value, Deadline deadline) = 0;
+  // Blocks until the key exists or the deadline passes (Timeout naming the key).
+  virtual Status get(const std::string& key, std::string* value, Deadline deadline) = 0;
+  // Atomically adds delta to a counter (missing = 0) and returns the new value.
+  virtual Status add(const std::string& key, int64_t delta, int64_t* value, Deadline deadline) = 0;
+  // Returns once `count` callers have reached the barrier named `name`.
+  Status barrier(const std::string& name, int count, Deadline deadline);
+};
+
+// "host:port" -> (host, port); IPv6 as "[::1]:port".
+Status splitHostPort(const std::string& address, std::string* host, int* port);
+
+}  // namespace coll::bootstrap

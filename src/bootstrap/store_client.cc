@@ -1,0 +1,132 @@
+#include <cstring>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/store.h"
+#include "bootstrap/store_protocol.h"
+#include "core/fd_io.h"
+#include "core/log.h"
+
+namespace coll::bootstrap {
+namespace {
+
+using namespace store_wire;
+
+class TcpStoreClient : public StoreClient {
+ public:
+  TcpStoreClient(UniqueFd fd, std::string address) : fd_(std::move(fd)), address_(std::move(address)) {}
+
+  Status handshake(const std::string& secret, Deadline deadline) {
+    char hello[4 + sizeof(Nonce)];
+    COLL_RETURN_IF_ERROR(readAll(fd_.get(), hello, sizeof hello, deadline, "store handshake"));
+    uint32_t magic;
+    std::memcpy(&magic, hello, 4);
+    if (magic != kHelloMagic)
+      return transportError(format("store at %s did not greet as a coll store", address_.c_str()));
+    std::string msg = std::string(kMacContext) + std::string(hello + 4, sizeof(Nonce));
+    uint64_t mac = computeMac(secret, msg);
+    COLL_RETURN_IF_ERROR(writeAll(fd_.get(), &mac, sizeof mac, deadline, "store handshake"));
+    uint32_t ack = 0;
+    Status st = readAll(fd_.get(), &ack, sizeof ack, deadline, "store handshake");
+    if (st.code() == ErrorCode::PeerLost && !st.isOk())
+      return peerLostError(format("store at %s refused us: wrong job secret (COLL_JOB_SECRET)?", address_.c_str()));
+    return st;
+  }
+
+  Status set(const std::string& key, const std::string& value, Deadline deadline) override {
+    std::string ignored;
+    uint32_t status;
+    return call(kSet, key, value, deadline, &status, &ignored);
+  }
+
+  Status get(const std::string& key, std::string* value, Deadline deadline) override {
+    uint32_t status;
+    Status st = call(kGet, key, "", deadline, &status, value);
+    if (st.code() == ErrorCode::Timeout && !st.isOk())
+      return timeoutError(format("store %s: key '%s' did not appear before the deadline (a rank has not "
+                                 "published it: is every rank started?)", address_.c_str(), key.c_str()));
+    return st;
+  }
+
+  Status add(const std::string& key, int64_t delta, int64_t* value, Deadline deadline) override {
+    std::string reply;
+    uint32_t status;
+    COLL_RETURN_IF_ERROR(call(kAdd, key, std::string(reinterpret_cast<const char*>(&delta), 8), deadline,
+                              &status, &reply));
+    if (reply.size() != 8) return transportError("store: malformed add reply");
+    std::memcpy(value, reply.data(), 8);
+    return Status::ok();
+  }
+
+ private:
+  Status call(uint32_t type, const std::string& key, const std::string& value, Deadline deadline,
+              uint32_t* status, std::string* reply) {
+    if (key.size() > kMaxKey || value.size() > kMaxValue) return invalidArgument("store: key or value too large");
+    if (!fd_) return peerLostError(format("store %s: connection already failed", address_.c_str()));
+    RequestHeader h{kRequestMagic, type, static_cast<uint32_t>(key.size()), static_cast<uint32_t>(value.size())};
+    std::string msg(reinterpret_cast<const char*>(&h), sizeof h);
+    msg += key;
+    msg += value;
+    Status st = exchange(msg, deadline, status, reply);
+    if (!st) fd_.reset();  // a half-finished exchange leaves the stream unusable
+    return st;
+  }
+
+  Status exchange(const std::string& msg, Deadline deadline, uint32_t* status, std::string* reply) {
+    COLL_RETURN_IF_ERROR(writeAll(fd_.get(), msg.data(), msg.size(), deadline, "store request"));
+    ReplyHeader r;
+    COLL_RETURN_IF_ERROR(readAll(fd_.get(), &r, sizeof r, deadline, "store reply"));
+    if (r.value_len > kMaxValue) return transportError("store: oversized reply");
+    reply->resize(r.value_len);
+    COLL_RETURN_IF_ERROR(readAll(fd_.get(), reply->data(), r.value_len, deadline, "store reply"));
+    *status = r.status;
+    if (r.status == kBadRequest) return internalError("store refused the request as malformed");
+    return Status::ok();
+  }
+
+  UniqueFd fd_;
+  std::string address_;
+};
+
+}  // namespace
+
+Status splitHostPort(const std::string& address, std::string* host, int* port) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon + 1 == address.size())
+    return invalidArgument(format("address '%s' is not host:port", address.c_str()));
+  std::string h = address.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  char* end = nullptr;
+  long p = std::strtol(address.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || p <= 0 || p > 65535)
+    return invalidArgument(format("address '%s' has no valid port", address.c_str()));
+  *host = h;
+  *port = static_cast<int>(p);
+  return Status::ok();
+}
+
+Status StoreClient::connect(const std::string& address, const std::string& secret, Deadline deadline,
+                            std::unique_ptr<StoreClient>* out) {
+  std::string host;
+  int port;
+  COLL_RETURN_IF_ERROR(splitHostPort(address, &host, &port));
+  UniqueFd fd;
+  Status st = connectTcp(host, port, deadline, &fd);
+  if (!st) return Status(st.code(), format("rendezvous store %s: %s", address.c_str(), st.message().c_str()));
+  auto client = std::make_unique<TcpStoreClient>(std::move(fd), address);
+  COLL_RETURN_IF_ERROR(client->handshake(secret, deadline));
+  *out = std::move(client);
+  return Status::ok();
+}
+
+Status StoreClient::barrier(const std::string& name, int count, Deadline deadline) {
+  int64_t arrived = 0;
+  COLL_RETURN_IF_ERROR(add(name + "/arrived", 1, &arrived, deadline));
+  if (arrived == count) return set(name + "/done", "1", deadline);
+  std::string ignored;
+  Status st = get(name + "/done", &ignored, deadline);
+  if (st.code() == ErrorCode::Timeout && !st.isOk())
+    return timeoutError(format("barrier '%s': only some of %d ranks arrived before the deadline", name.c_str(), count));
+  return st;
+}
+
+}  // namespace coll::bootstrap

@@ -1,0 +1,204 @@
+// The store server: one Asio thread, one session per client. A GET for a missing key parks
+// the session until some SET provides it; the client's own deadline bounds that wait.
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/store.h"
+#include "bootstrap/store_protocol.h"
+#include "core/asio.h"
+#include "core/log.h"
+
+namespace coll::bootstrap {
+namespace {
+
+using namespace store_wire;
+constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
+
+class Session;
+
+struct StoreState {
+  std::map<std::string, std::string> values;
+  std::map<std::string, std::vector<std::shared_ptr<Session>>> waiters;
+  std::string secret;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, StoreState* state)
+      : socket_(std::move(socket)), timer_(socket_.get_executor()), state_(state) {}
+
+  void start() {
+    nonce_ = randomNonce();
+    std::memcpy(hello_, &kHelloMagic, 4);
+    std::memcpy(hello_ + 4, nonce_.data(), nonce_.size());
+    timer_.expires_after(kHandshakeTimeout);
+    timer_.async_wait([self = shared_from_this()](auto ec) {
+      if (!ec && !self->authenticated_) self->refuse("no handshake within 10 s");
+    });
+    asio::async_write(socket_, asio::buffer(hello_), [self = shared_from_this()](auto ec, size_t) {
+      if (!ec) self->readMac();
+    });
+  }
+
+  void reply(uint32_t status, const std::string& value) {
+    ReplyHeader h{status, static_cast<uint32_t>(value.size())};
+    out_.assign(reinterpret_cast<const char*>(&h), sizeof h);
+    out_ += value;
+    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](auto ec, size_t) {
+      if (!ec) self->readRequest();
+    });
+  }
+
+ private:
+  void refuse(const char* why) {
+    boost::system::error_code ec;
+    auto ep = socket_.remote_endpoint(ec);
+    COLL_WARN("STORE", "refused connection from %s: %s", ec ? "?" : ep.address().to_string().c_str(), why);
+    socket_.close(ec);
+  }
+
+  void readMac() {
+    asio::async_read(socket_, asio::buffer(&mac_, sizeof mac_), [self = shared_from_this()](auto ec, size_t) {
+      if (ec) return;
+      std::string msg = std::string(kMacContext) + std::string(self->nonce_.begin(), self->nonce_.end());
+      if (self->mac_ != computeMac(self->state_->secret, msg)) return self->refuse("wrong job secret");
+      self->authenticated_ = true;
+      self->timer_.cancel();
+      asio::async_write(self->socket_, asio::buffer(&kHelloMagic, 4), [self](auto ec2, size_t) {
+        if (!ec2) self->readRequest();
+      });
+    });
+  }
+
+  void readRequest() {
+    asio::async_read(socket_, asio::buffer(&header_, sizeof header_), [self = shared_from_this()](auto ec, size_t) {
+      if (ec) return;
+      const RequestHeader& h = self->header_;
+      if (h.magic != kRequestMagic || h.key_len > kMaxKey || h.value_len > kMaxValue)
+        return self->refuse("malformed request header");
+      self->body_.resize(h.key_len + h.value_len);
+      asio::async_read(self->socket_, asio::buffer(self->body_), [self](auto ec2, size_t) {
+        if (!ec2) self->handle();
+      });
+    });
+  }
+
+  void handle() {
+    std::string key = body_.substr(0, header_.key_len);
+    std::string value = body_.substr(header_.key_len);
+    switch (header_.type) {
+      case kSet: return set(key, value);
+      case kGet: return get(key);
+      case kAdd: return add(key, value);
+      case kCheck: return reply(state_->values.count(key) ? kOk : kNotFound, "");
+      default: return refuse("unknown request type");
+    }
+  }
+
+  void set(const std::string& key, const std::string& value) {
+    state_->values[key] = value;
+    wakeWaiters(key);
+    reply(kOk, "");
+  }
+
+  void get(const std::string& key) {
+    auto it = state_->values.find(key);
+    if (it != state_->values.end()) return reply(kOk, it->second);
+    state_->waiters[key].push_back(shared_from_this());
+  }
+
+  void add(const std::string& key, const std::string& value) {
+    int64_t delta = 0, current = 0;
+    if (value.size() != 8) return reply(kBadRequest, "");
+    std::memcpy(&delta, value.data(), 8);
+    auto it = state_->values.find(key);
+    if (it != state_->values.end() && it->second.size() == 8) std::memcpy(&current, it->second.data(), 8);
+    current += delta;
+    std::string stored(reinterpret_cast<const char*>(&current), 8);
+    state_->values[key] = stored;
+    wakeWaiters(key);
+    reply(kOk, stored);
+  }
+
+  void wakeWaiters(const std::string& key) {
+    auto it = state_->waiters.find(key);
+    if (it == state_->waiters.end()) return;
+    auto waiting = std::move(it->second);
+    state_->waiters.erase(it);
+    for (auto& s : waiting) s->reply(kOk, state_->values[key]);
+  }
+
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  StoreState* state_;
+  Nonce nonce_{};
+  char hello_[4 + sizeof(Nonce)];
+  uint64_t mac_ = 0;
+  bool authenticated_ = false;
+  RequestHeader header_{};
+  std::string body_, out_;
+};
+
+class AsioStoreServer : public StoreServer {
+ public:
+  AsioStoreServer() : acceptor_(io_) {}
+  ~AsioStoreServer() override {
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  Status open(const std::string& host, int port, const std::string& secret) {
+    state_.secret = secret;
+    boost::system::error_code ec;
+    auto address = asio::ip::make_address(host, ec);
+    if (ec) return invalidArgument(format("store: bad bind address '%s'", host.c_str()));
+    tcp::endpoint ep(address, static_cast<unsigned short>(port));
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (!ec) ::fcntl(acceptor_.native_handle(), F_SETFD, FD_CLOEXEC);
+    if (ec) return transportError(format("store: cannot listen on %s:%d: %s", host.c_str(), port, ec.message().c_str()));
+    port_ = acceptor_.local_endpoint().port();
+    accept();
+    thread_ = std::thread([this] { io_.run(); });
+    COLL_INFO("STORE", "serving the rendezvous store on %s:%d", host.c_str(), port_);
+    return Status::ok();
+  }
+
+  int port() const override { return port_; }
+
+ private:
+  void accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+      if (!ec) {
+        ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);  // not inherited by forked ranks
+        socket.set_option(tcp::no_delay(true), ec);
+        std::make_shared<Session>(std::move(socket), &state_)->start();
+      }
+      if (ec != asio::error::operation_aborted) accept();
+    });
+  }
+
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  StoreState state_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace
+
+Status StoreServer::start(const std::string& bind_host, int port, const std::string& secret,
+                          std::unique_ptr<StoreServer>* out) {
+  auto server = std::make_unique<AsioStoreServer>();
+  COLL_RETURN_IF_ERROR(server->open(bind_host, port, secret));
+  *out = std::move(server);
+  return Status::ok();
+}
+
+}  // namespace coll::bootstrap

@@ -1,0 +1,67 @@
+#include "coll/communicator.h"
+
+#include "bootstrap/launch_env.h"
+#include "core/communicator_impl.h"
+#include "core/log.h"
+
+namespace coll {
+
+Communicator::Communicator(std::unique_ptr<CommunicatorImpl> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() = default;
+
+std::unique_ptr<Communicator> Communicator::create(const CommOptions& options) {
+  std::unique_ptr<CommunicatorImpl> impl;
+  Status st = CommunicatorImpl::create(options, Config::global(), &impl);
+  if (!st) throw st.toError(format("init (rank %d of %d)", options.rank, options.size));
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+std::unique_ptr<Communicator> Communicator::fromEnvironment() {
+  bootstrap::LaunchInfo info;
+  Status st = bootstrap::detectLaunch(&info);
+  if (!st) throw st.toError("init from the launcher's environment");
+  COLL_INFO("INIT", "launcher %s: rank %d of %d, store %s%s, secret from %s", info.launcher.c_str(), info.rank,
+            info.size, info.store_address.c_str(), info.host_store ? " (served here)" : "", info.secret_origin.c_str());
+  CommOptions options;
+  options.rank = info.rank;
+  options.size = info.size;
+  options.local_rank = info.local_rank;
+  options.store_address = info.store_address;
+  options.host_store = info.host_store;
+  options.secret = info.secret;
+  return create(options);
+}
+
+int Communicator::rank() const { return impl_->rank(); }
+int Communicator::size() const { return impl_->size(); }
+int Communicator::localRank() const { return impl_->localRank(); }
+
+Work Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
+  OpRequest r;
+  r.kind = OpKind::allreduce;
+  r.input = send;
+  r.output = recv;
+  r.count = count;
+  r.type = type;
+  r.op = op;
+  return impl_->enqueue(std::move(r));
+}
+
+Work Communicator::broadcast(const void* send, void* recv, size_t count, DataType type, int root) {
+  OpRequest r;
+  r.kind = OpKind::broadcast;
+  r.input = send;
+  r.output = recv;
+  r.count = count;
+  r.type = type;
+  r.root = root;
+  return impl_->enqueue(std::move(r));
+}
+
+void Communicator::abort() { impl_->abort("aborted by the application"); }
+
+std::optional<Error> Communicator::asyncError() const { return impl_->asyncError(); }
+
+std::string Communicator::describe() const { return impl_->describe(); }
+
+}  // namespace coll

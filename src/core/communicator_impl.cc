@@ -1,0 +1,177 @@
+#include "core/communicator_impl.h"
+
+#include "algorithms/chain_broadcast.h"
+#include "algorithms/patterns/ring.h"
+#include "algorithms/ring_allreduce.h"
+#include "core/executor.h"
+#include "core/log.h"
+#include "transport/socket/transport.h"
+
+namespace coll {
+
+CommunicatorImpl::CommunicatorImpl(const CommOptions& options, const Config& config)
+    : config_(config), rank_(options.rank), size_(options.size), local_rank_(options.local_rank),
+      key_prefix_("coll/" + options.name + "/"), secret_(options.secret.empty() ? config.job_secret : options.secret) {}
+
+Status CommunicatorImpl::create(const CommOptions& options, const Config& config,
+                                std::unique_ptr<CommunicatorImpl>* out) {
+  if (options.size < 1 || options.rank < 0 || options.rank >= options.size)
+    return invalidArgument(format("rank %d / size %d is not a valid position", options.rank, options.size));
+  std::unique_ptr<CommunicatorImpl> impl(new CommunicatorImpl(options, config));
+  if (impl->secret_.empty())
+    return invalidArgument("no job secret: set COLL_JOB_SECRET (collrun and collGetUniqueId make one)");
+  setLogRank(options.rank);
+  COLL_RETURN_IF_ERROR(impl->connectStore(options));
+  transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
+                               impl->store_host_};
+  COLL_RETURN_IF_ERROR(transport::socket::createTransport(config, dir, &impl->transport_));
+  COLL_RETURN_IF_ERROR(impl->connectNeighbours());
+  // Nobody leaves init before everybody is connected, so rank 0 may stop serving the store
+  // without stranding a late rank.
+  COLL_RETURN_IF_ERROR(impl->store_->barrier(impl->key_prefix_ + "init", impl->size_,
+                                             transport::Clock::now() + config.timeout));
+  impl->thread_ = std::thread([p = impl.get()] { p->progressLoop(); });
+  COLL_INFO("INIT", "rank %d of %d ready", impl->rank_, impl->size_);
+  *out = std::move(impl);
+  return Status::ok();
+}
+
+Status CommunicatorImpl::connectStore(const CommOptions& options) {
+  int port = 0;
+  COLL_RETURN_IF_ERROR(bootstrap::splitHostPort(options.store_address, &store_host_, &port));
+  if (options.host_store) {
+    Status st = bootstrap::StoreServer::start("0.0.0.0", port, secret_, &store_server_);
+    if (!st) return Status(st.code(), format("rank %d cannot serve the rendezvous store: %s", rank_, st.message().c_str()));
+  }
+  return bootstrap::StoreClient::connect(options.store_address, secret_, transport::Clock::now() + config_.timeout,
+                                         &store_);
+}
+
+Status CommunicatorImpl::connectNeighbours() {
+  if (size_ == 1) return Status::ok();
+  auto deadline = transport::Clock::now() + config_.timeout;
+  transport::Connection* conn = nullptr;
+  COLL_RETURN_IF_ERROR(transport_->connect(algo::ring::left(rank_, size_), deadline, &conn));
+  return transport_->connect(algo::ring::right(rank_, size_), deadline, &conn);
+}
+
+CommunicatorImpl::~CommunicatorImpl() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Work CommunicatorImpl::enqueue(OpRequest op) {
+  Status st = validate(op, rank_, size_);
+  if (!st) throw st.toError(format("%s (rank %d)", toString(op.kind), rank_));
+  op.work = std::make_shared<detail::WorkState>();
+  op.work->sequence = next_sequence_++;
+  op.work->op_name = toString(op.kind);
+  Work work(op.work);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) throw Error(ErrorCode::InvalidArgument, "communicator is being destroyed");
+    queue_.push_back(std::move(op));
+  }
+  queue_cv_.notify_one();
+  return work;
+}
+
+void CommunicatorImpl::progressLoop() {
+  for (;;) {
+    OpRequest op;
+    std::optional<Error> failed;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      op = std::move(queue_.front());
+      queue_.pop_front();
+      failed = first_error_;
+    }
+    if (failed) {
+      op.work->complete(Error(failed->code(), opLabel(op, "") + ": communicator already failed: " + failed->what()));
+      continue;
+    }
+    std::string algorithm;
+    Status st = execute(op, &algorithm);
+    if (st) {
+      op.work->complete(std::nullopt);
+      continue;
+    }
+    Error e = st.toError(opLabel(op, algorithm));
+    COLL_WARN("INIT", "%s", e.what());
+    fail(e);
+    op.work->complete(e);
+  }
+}
+
+Status CommunicatorImpl::execute(OpRequest& op, std::string* algorithm) {
+  algo::BuildParams p;
+  p.rank = rank_;
+  p.nranks = size_;
+  p.count = op.count;
+  p.elem_size = sizeOf(op.type);
+  p.in_place = op.input == op.output;
+  p.average = op.op == ReduceOp::avg;
+  p.root = op.root;
+  p.slice_bytes = config_.slice_bytes;
+  p.pipeline_depth = config_.pipeline_depth;
+  algo::Schedule schedule = op.kind == OpKind::allreduce ? algo::buildRingAllreduce(p) : algo::buildChainBroadcast(p);
+  *algorithm = schedule.algorithm;
+
+  ExecContext ctx;
+  ctx.input = op.input;
+  ctx.output = op.output;
+  ctx.type = op.type;
+  ctx.op = op.op;
+  ctx.nranks = size_;
+  ctx.tag = (op.work->sequence << 8) | static_cast<uint64_t>(op.kind);
+  ctx.deadline = transport::Clock::now() + config_.timeout;
+  ctx.transport = transport_.get();
+  ctx.scratch = &scratch_;
+  ctx.connect = [this, &ctx](int peer, transport::Connection** conn) {
+    return transport_->connect(peer, ctx.deadline, conn);
+  };
+  return coll::execute(schedule, ctx);
+}
+
+std::string CommunicatorImpl::opLabel(const OpRequest& op, const std::string& algorithm) const {
+  std::string label = format("%s #%llu (", toString(op.kind), static_cast<unsigned long long>(op.work->sequence));
+  if (!algorithm.empty()) label += algorithm + ", ";
+  label += formatBytes(op.bytes());
+  if (op.kind == OpKind::broadcast) label += format(", root %d", op.root);
+  return label + format(") on rank %d", rank_);
+}
+
+// The first error sticks; every queued op fails with it, and closing the connections makes
+// the peers fail fast instead of waiting for their own deadline.
+void CommunicatorImpl::fail(const Error& error) {
+  std::deque<OpRequest> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!first_error_) first_error_ = error;
+    pending.swap(queue_);
+  }
+  transport_->abort(format("rank %d aborted after: %s", rank_, error.what()));
+  for (OpRequest& op : pending)
+    op.work->complete(Error(error.code(), opLabel(op, "") + ": communicator already failed: " + error.what()));
+}
+
+void CommunicatorImpl::abort(const std::string& reason) {
+  fail(Error(ErrorCode::PeerLost, format("rank %d: %s", rank_, reason.c_str())));
+}
+
+std::optional<Error> CommunicatorImpl::asyncError() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_error_;
+}
+
+std::string CommunicatorImpl::describe() const {
+  return format("rank %d of %d, transport %s", rank_, size_, transport_ ? transport_->name() : "none");
+}
+
+}  // namespace coll

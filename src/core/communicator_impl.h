@@ -1,0 +1,62 @@
+// The machinery behind coll::Communicator: bootstrap, transport, and the progress thread that
+// executes ops in issue order.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "bootstrap/store.h"
+#include "coll/communicator.h"
+#include "core/config.h"
+#include "core/op.h"
+#include "transport/transport.h"
+
+namespace coll {
+
+class CommunicatorImpl {
+ public:
+  static Status create(const CommOptions& options, const Config& config, std::unique_ptr<CommunicatorImpl>* out);
+  ~CommunicatorImpl();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int localRank() const { return local_rank_; }
+
+  // Validates, numbers and queues the op; throws coll::Error (InvalidArgument) on bad input.
+  Work enqueue(OpRequest op);
+  void abort(const std::string& reason);
+  std::optional<Error> asyncError() const;
+  std::string describe() const;
+
+ private:
+  CommunicatorImpl(const CommOptions& options, const Config& config);
+  Status connectStore(const CommOptions& options);
+  Status connectNeighbours();
+  void progressLoop();
+  Status execute(OpRequest& op, std::string* algorithm);
+  void fail(const Error& error);
+  std::string opLabel(const OpRequest& op, const std::string& algorithm) const;
+
+  Config config_;
+  int rank_, size_, local_rank_;
+  std::string key_prefix_;
+  std::string secret_;
+  std::string store_host_;
+  std::unique_ptr<bootstrap::StoreServer> store_server_;
+  std::unique_ptr<bootstrap::StoreClient> store_;
+  std::unique_ptr<transport::Transport> transport_;
+  std::vector<char> scratch_;
+
+  mutable std::mutex mu_;  // guards queue_, stopping_, first_error_
+  std::condition_variable queue_cv_;
+  std::deque<OpRequest> queue_;
+  bool stopping_ = false;
+  std::optional<Error> first_error_;
+  uint64_t next_sequence_ = 0;  // issuing thread only
+  std::thread thread_;
+};
+
+}  // namespace coll

@@ -1,0 +1,104 @@
+#include "core/config.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+namespace coll {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+void complain(const char* name, const char* value, const char* expected) {
+  std::fprintf(stderr, "coll WARN CONFIG: ignoring %s=%s (expected %s)\n", name, value, expected);
+}
+
+// Accepts plain numbers and K/M/G suffixes (powers of two), as nccl-tests does.
+bool parseBytes(const char* s, size_t* out) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (end == s || v < 0) return false;
+  double mult = 1;
+  switch (*end) {
+    case 'k': case 'K': mult = 1024.0; ++end; break;
+    case 'm': case 'M': mult = 1024.0 * 1024; ++end; break;
+    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; ++end; break;
+    default: break;
+  }
+  if (*end == 'B' || *end == 'b') ++end;
+  if (*end != '\0') return false;
+  *out = static_cast<size_t>(v * mult);
+  return true;
+}
+
+void readInt(const char* name, int lo, int hi, int* field) {
+  const char* v = env(name);
+  if (!v) return;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < lo || x > hi) return complain(name, v, "an integer in range");
+  *field = static_cast<int>(x);
+}
+
+void readBytes(const char* name, size_t lo, size_t hi, size_t* field) {
+  const char* v = env(name);
+  if (!v) return;
+  size_t x;
+  if (!parseBytes(v, &x) || x < lo || x > hi) return complain(name, v, "a byte count like 512K");
+  *field = x;
+}
+
+void readString(const char* name, std::string* field) {
+  if (const char* v = env(name)) *field = v;
+}
+
+void readTimeout(Config* c) {
+  const char* v = env("COLL_TIMEOUT");
+  if (!v) return;
+  char* end = nullptr;
+  double s = std::strtod(v, &end);
+  if (*end != '\0' || !(s > 0)) return complain("COLL_TIMEOUT", v, "seconds > 0");
+  c->timeout = std::chrono::milliseconds(static_cast<long long>(s * 1000));
+}
+
+void readLogLevel(Config* c) {
+  const char* v = env("COLL_DEBUG");
+  if (!v) return;
+  std::string_view s(v);
+  if (s == "NONE" || s == "none") c->log_level = LogLevel::none;
+  else if (s == "WARN" || s == "warn") c->log_level = LogLevel::warn;
+  else if (s == "INFO" || s == "info") c->log_level = LogLevel::info;
+  else if (s == "TRACE" || s == "trace") c->log_level = LogLevel::trace;
+  else complain("COLL_DEBUG", v, "NONE, WARN, INFO or TRACE");
+}
+
+}  // namespace
+
+Config Config::fromEnvironment() {
+  Config c;
+  readTimeout(&c);
+  readLogLevel(&c);
+  readString("COLL_DEBUG_SUBSYS", &c.log_subsystems);
+  readInt("COLL_SOCKET_NSTREAMS", 1, 64, &c.socket_nstreams);
+  readString("COLL_SOCKET_IFNAME", &c.socket_ifname);
+  size_t buf = c.socket_buffer_bytes;
+  readBytes("COLL_SOCKET_BUFFER", 0, 1ull << 30, &buf);
+  c.socket_buffer_bytes = static_cast<int>(buf);
+  readBytes("COLL_SLICE_BYTES", 4096, 1ull << 30, &c.slice_bytes);
+  readInt("COLL_PIPELINE_DEPTH", 1, 1024, &c.pipeline_depth);
+  readString("COLL_JOB_SECRET", &c.job_secret);
+  readString("COLL_ALGO", &c.algo);
+  readString("COLL_TRANSPORT", &c.transport);
+  readString("COLL_HOST_ID", &c.host_id);
+  return c;
+}
+
+const Config& Config::global() {
+  static const Config config = fromEnvironment();
+  return config;
+}
+
+}  // namespace coll

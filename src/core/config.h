@@ -1,0 +1,34 @@
+// Config: every COLL_* environment variable, read once (here and nowhere else) and passed down.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace coll {
+
+enum class LogLevel { none = 0, warn = 1, info = 2, trace = 3 };
+
+struct Config {
+  std::chrono::milliseconds timeout{300'000};  // COLL_TIMEOUT (seconds, fractions allowed)
+  LogLevel log_level = LogLevel::warn;         // COLL_DEBUG = NONE | WARN | INFO | TRACE
+  std::string log_subsystems;                  // COLL_DEBUG_SUBSYS: e.g. "INIT,NET" (empty: all)
+  int socket_nstreams = 2;                     // COLL_SOCKET_NSTREAMS: TCP streams per peer
+  std::string socket_ifname;                   // COLL_SOCKET_IFNAME: interface for data sockets
+  int socket_buffer_bytes = 4 << 20;           // COLL_SOCKET_BUFFER: SO_SNDBUF/SO_RCVBUF
+  size_t slice_bytes = 512 << 10;              // COLL_SLICE_BYTES: pipelining unit of algorithms
+  int pipeline_depth = 8;                      // COLL_PIPELINE_DEPTH: slices in flight per peer
+  std::string job_secret;                      // COLL_JOB_SECRET
+  std::string algo;                            // COLL_ALGO: forced algorithm(s), e.g. "ring"
+  std::string transport;                       // COLL_TRANSPORT: forced transport, e.g. "socket"
+  std::string host_id;                         // COLL_HOST_ID: overrides host grouping
+
+  // Parses the environment. Malformed values are reported on stderr and the default is kept,
+  // so a typo never silently changes behaviour without a word.
+  static Config fromEnvironment();
+
+  // The process-wide value, parsed on first use.
+  static const Config& global();
+};
+
+}  // namespace coll

@@ -1,0 +1,158 @@
+#include "core/executor.h"
+
+#include <cstring>
+#include <map>
+
+#include "core/log.h"
+#include "reduce/reduce.h"
+
+namespace coll {
+namespace {
+
+using algo::Step;
+using algo::StepKind;
+
+class Executor {
+ public:
+  Executor(const algo::Schedule& s, ExecContext& ctx)
+      : s_(s), ctx_(ctx), waiting_(s.steps.size()), dependents_(s.steps.size()), done_(s.steps.size(), false) {}
+
+  Status run() {
+    COLL_RETURN_IF_ERROR(prepare());
+    std::vector<transport::Completion> completions;
+    while (finished_ < s_.steps.size()) {
+      COLL_RETURN_IF_ERROR(postReady());
+      if (finished_ == s_.steps.size()) break;
+      completions.clear();
+      Status st = ctx_.transport->progress(&completions, ctx_.deadline);
+      for (const auto& c : completions) COLL_RETURN_IF_ERROR(onCompletion(c));
+      if (!st) return withStep(st, firstPending());
+      if (completions.empty() && transport::Clock::now() >= ctx_.deadline) return timeout();
+    }
+    return Status::ok();
+  }
+
+ private:
+  struct Queue {
+    std::vector<uint32_t> steps;  // in schedule order
+    size_t next = 0;              // first step not yet posted
+    transport::Connection* conn = nullptr;
+  };
+
+  Status prepare() {
+    for (uint32_t i = 0; i < s_.steps.size(); ++i) {
+      const Step& step = s_.steps[i];
+      waiting_[i] = static_cast<uint32_t>(step.deps.size());
+      for (uint32_t d : step.deps) dependents_[d].push_back(i);
+      Queue& q = queueFor(step);
+      if (step.peer >= 0 && !q.conn) COLL_RETURN_IF_ERROR(ctx_.connect(step.peer, &q.conn));
+      q.steps.push_back(i);
+    }
+    if (ctx_.scratch->size() < s_.scratch_bytes) ctx_.scratch->resize(s_.scratch_bytes);
+    return Status::ok();
+  }
+
+  Queue& queueFor(const Step& step) {
+    bool sending = step.kind == StepKind::send;
+    int key = step.peer < 0 ? -1 : step.peer * 2 + (sending ? 1 : 0);
+    return queues_[key];
+  }
+
+  // Posts queue heads whose dependencies are done until nothing changes (local steps finish
+  // immediately and may release more).
+  Status postReady() {
+    bool progressed = true;
+    while (progressed) {
+      progressed = false;
+      for (auto& [key, q] : queues_) {
+        while (q.next < q.steps.size() && waiting_[q.steps[q.next]] == 0) {
+          COLL_RETURN_IF_ERROR(post(q.steps[q.next], q.conn));
+          ++q.next;
+          progressed = true;
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  char* address(algo::BufferId id, size_t offset) const {
+    const void* base = id == algo::BufferId::input ? ctx_.input : ctx_.output;
+    return const_cast<char*>(static_cast<const char*>(base)) + offset;
+  }
+
+  Status post(uint32_t i, transport::Connection* conn) {
+    const Step& step = s_.steps[i];
+    size_t elems = step.bytes / sizeOf(ctx_.type);
+    switch (step.kind) {
+      case StepKind::send: conn->postSend(address(step.source, step.offset), step.bytes, ctx_.tag, i); break;
+      case StepKind::recv: conn->postRecv(address(algo::BufferId::output, step.offset), step.bytes, ctx_.tag, i); break;
+      case StepKind::recvReduce:
+        conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, ctx_.tag, i);
+        break;
+      case StepKind::copy:
+        if (ctx_.input != ctx_.output) std::memcpy(ctx_.output, address(algo::BufferId::input, step.offset), step.bytes);
+        finish(i);
+        break;
+      case StepKind::divide:
+        reduce::divideBy(address(algo::BufferId::output, step.offset), elems, ctx_.type, ctx_.nranks);
+        finish(i);
+        break;
+    }
+    return Status::ok();
+  }
+
+  Status onCompletion(const transport::Completion& c) {
+    if (c.cookie >= s_.steps.size() || done_[c.cookie]) return internalError("completion for an unknown step");
+    auto i = static_cast<uint32_t>(c.cookie);
+    if (!c.status) return withStep(c.status, i);
+    const Step& step = s_.steps[i];
+    if (step.kind == StepKind::recvReduce)
+      reduce::reduceInto(address(algo::BufferId::output, step.offset), ctx_.scratch->data() + step.scratch_offset,
+                         step.bytes / sizeOf(ctx_.type), ctx_.type, ctx_.op);
+    finish(i);
+    return Status::ok();
+  }
+
+  void finish(uint32_t i) {
+    done_[i] = true;
+    ++finished_;
+    for (uint32_t d : dependents_[i]) --waiting_[d];
+  }
+
+  // The earliest step that was posted but has not finished: what we are stuck on.
+  int64_t firstPending() const {
+    for (const auto& [key, q] : queues_)
+      for (size_t k = 0; k < q.next; ++k)
+        if (!done_[q.steps[k]]) return q.steps[k];
+    return -1;
+  }
+
+  Status withStep(const Status& st, int64_t i) const {
+    if (i < 0) return st;
+    return Status(st.code(), format("%s at step %u/%u", st.message().c_str(), s_.steps[i].phase + 1, s_.num_phases),
+                  st.peer());
+  }
+
+  Status timeout() const {
+    int64_t i = firstPending();
+    if (i < 0) return timeoutError("deadline expired");
+    const Step& step = s_.steps[i];
+    const char* what = step.kind == StepKind::send ? "send to" : "receive from";
+    return timeoutError(format("deadline expired at step %u/%u waiting to %s peer %d (%s)", step.phase + 1,
+                               s_.num_phases, what, step.peer, formatBytes(step.bytes).c_str()), step.peer);
+  }
+
+  const algo::Schedule& s_;
+  ExecContext& ctx_;
+  std::vector<uint32_t> waiting_;
+  std::vector<std::vector<uint32_t>> dependents_;
+  std::vector<bool> done_;
+  size_t finished_ = 0;
+  std::map<int, Queue> queues_;
+};
+
+}  // namespace
+
+Status execute(const algo::Schedule& schedule, ExecContext& ctx) { return Executor(schedule, ctx).run(); }
+
+}  // namespace coll

@@ -1,0 +1,41 @@
+#include "coll/work.h"
+
+#include "core/work_state.h"
+
+namespace coll {
+namespace {
+const Error kInvalidWork(ErrorCode::InvalidArgument, "wait on an empty coll::Work (default-constructed)");
+}
+
+bool Work::test() const {
+  if (!state_) throw kInvalidWork;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->done;
+}
+
+void Work::wait() const {
+  if (!state_) throw kInvalidWork;
+  std::unique_lock<std::mutex> lock(state_->mu);
+  // No deadline here on purpose: the progress thread completes every op by its own deadline
+  // (COLL_TIMEOUT from when it starts), so this wait is bounded by the ops queued before it.
+  state_->cv.wait(lock, [&] { return state_->done; });
+  if (state_->error) throw *state_->error;
+}
+
+bool Work::wait(std::chrono::milliseconds timeout) const {
+  if (!state_) throw kInvalidWork;
+  std::unique_lock<std::mutex> lock(state_->mu);
+  if (!state_->cv.wait_for(lock, timeout, [&] { return state_->done; })) return false;
+  if (state_->error) throw *state_->error;
+  return true;
+}
+
+std::optional<Error> Work::error() const {
+  if (!state_) return std::nullopt;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->error;
+}
+
+uint64_t Work::sequence() const { return state_ ? state_->sequence : 0; }
+
+}  // namespace coll

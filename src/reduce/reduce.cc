@@ -1,0 +1,496 @@
+// Host reduction kernels.
+//
+// Shape of the code: the public functions pick one entry per DataType (a switch, once per
+// call); that entry switches once on the op and on how the pointers alias, then runs a
+// plain loop. Everything below the entry is forced inline, so each entry is compiled as a
+// whole for its target: the x86 entries are built twice, AVX2 and baseline, and the loader
+// picks one (GCC function multiversioning), so the library runs on any x86-64 and is fast
+// on the CPUs people have. f16 and bf16 instead have hand-written AVX2 loops behind a
+// runtime CPU check, with portable code as the fallback and as the definition of the result.
+//
+// Loops are written in 256-byte blocks with a constant trip count plus a scalar tail. That
+// is what lets GCC vectorise them at -O2 too, whose "very cheap" cost model refuses loops
+// that would need a scalar epilogue.
+//
+// NaN and min/max: min is (b < a ? b : a) and max is (a < b ? b : a), where a is the
+// accumulator (dst, or reduce's first input) and b the incoming value. Any comparison with a
+// NaN is false, so the result is then a: a NaN already in the accumulator stays, a NaN
+// arriving in b is dropped, and min(+0, -0) keeps a as well. Unlike fmin/fmax this is not
+// symmetric, but it is deterministic, the same on every CPU (it is exactly MINPS/MAXPS with
+// the operands (b, a)), and a single instruction per vector. Sum and prod propagate NaN.
+#include "reduce/reduce.h"
+
+#include <cassert>
+#include <cstdint>
+#include <type_traits>
+
+#include "reduce/half.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define COLL_X86 1
+#endif
+
+#if defined(__GNUC__)
+#define COLL_INLINE inline __attribute__((always_inline))
+#else
+#define COLL_INLINE inline
+#endif
+
+// target_clones needs ifunc support (glibc); elsewhere the baseline build is all there is.
+// -DCOLL_REDUCE_BASELINE_ONLY forces that build on x86 too, so that tests can cover the
+// portable code on CPUs that would never run it.
+#if defined(COLL_X86) && defined(__GNUC__) && defined(__ELF__) && !defined(COLL_REDUCE_BASELINE_ONLY)
+#define COLL_CLONES __attribute__((target_clones("avx2", "default")))
+#define COLL_HAVE_X86_PATHS 1
+#else
+#define COLL_CLONES
+#endif
+
+namespace coll::reduce {
+namespace {
+
+constexpr size_t kBlockBytes = 256;
+
+// The type the arithmetic happens in: unsigned for integers, T itself for floats.
+template <class T, bool = std::is_integral_v<T>>
+struct ArithmeticOf {
+  using type = T;
+};
+template <class T>
+struct ArithmeticOf<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <class T>
+using Wide = typename ArithmeticOf<T>::type;
+
+// Integer sum and prod go through the unsigned type: it wraps by definition, where signed
+// overflow would be undefined. The conversion back is modular in C++20.
+struct Sum {
+  template <class T>
+  static COLL_INLINE T apply(T a, T b) {
+    return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b));
+  }
+};
+
+struct Prod {
+  template <class T>
+  static COLL_INLINE T apply(T a, T b) {
+    return static_cast<T>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b));
+  }
+};
+
+struct Min {
+  template <class T>
+  static COLL_INLINE T apply(T a, T b) {
+    return b < a ? b : a;
+  }
+};
+
+struct Max {
+  template <class T>
+  static COLL_INLINE T apply(T a, T b) {
+    return a < b ? b : a;
+  }
+};
+
+// For reduce(out, a, b) with out == b: the loop accumulates into out but must still compute
+// op(a, b) in that order, which matters for min/max with NaN.
+template <class Op>
+struct Flipped {
+  template <class T>
+  static COLL_INLINE T apply(T a, T b) {
+    return Op::apply(b, a);
+  }
+};
+
+// How the pointers of one call relate. Each gets its own loop so that no loop ever has to
+// assume aliasing (which would cost runtime overlap checks or block vectorisation) and no
+// loop lies to the compiler with __restrict.
+enum class Shape {
+  kDistinct,  // out = op(a, b), out distinct from both (a may equal b)
+  kIntoA,     // out == a: out = op(out, b)
+  kIntoB,     // out == b: out = op(a, out)
+  kSelf,      // out == a == b: out = op(out, out)
+};
+
+struct Call {
+  void* out;
+  const void* a;
+  const void* b;
+  size_t count;
+  ReduceOp op;
+  Shape shape;
+};
+
+// Count is size_t or std::integral_constant: the same loop serves the tail and, with a
+// constant trip count, the full blocks.
+template <class Op, class T, class Count>
+COLL_INLINE void combine3(T* __restrict out, const T* __restrict a, const T* __restrict b,
+                          Count n) {
+  for (size_t i = 0; i < n; ++i) out[i] = Op::apply(a[i], b[i]);
+}
+
+template <class Op, class T, class Count>
+COLL_INLINE void combineInto(T* __restrict dst, const T* __restrict src, Count n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = Op::apply(dst[i], src[i]);
+}
+
+template <class Op, class T, class Count>
+COLL_INLINE void combineSelf(T* buf, Count n) {
+  for (size_t i = 0; i < n; ++i) buf[i] = Op::apply(buf[i], buf[i]);
+}
+
+template <class Op, class T>
+COLL_INLINE void runShape(const Call& c) {
+  constexpr size_t kStep = kBlockBytes / sizeof(T);
+  constexpr std::integral_constant<size_t, kStep> kFull;
+  auto* out = static_cast<T*>(c.out);
+  const auto* a = static_cast<const T*>(c.a);
+  const auto* b = static_cast<const T*>(c.b);
+  size_t n = c.count;
+  size_t tail = n % kStep;
+  size_t end = n - tail;
+  switch (c.shape) {
+    case Shape::kDistinct:
+      for (size_t i = 0; i < end; i += kStep) combine3<Op>(out + i, a + i, b + i, kFull);
+      combine3<Op>(out + end, a + end, b + end, tail);
+      break;
+    case Shape::kIntoA:
+      for (size_t i = 0; i < end; i += kStep) combineInto<Op>(out + i, b + i, kFull);
+      combineInto<Op>(out + end, b + end, tail);
+      break;
+    case Shape::kIntoB:
+      for (size_t i = 0; i < end; i += kStep) combineInto<Flipped<Op>>(out + i, a + i, kFull);
+      combineInto<Flipped<Op>>(out + end, a + end, tail);
+      break;
+    case Shape::kSelf:
+      for (size_t i = 0; i < end; i += kStep) combineSelf<Op>(out + i, kFull);
+      combineSelf<Op>(out + end, tail);
+      break;
+  }
+}
+
+template <class T>
+COLL_INLINE void runTyped(const Call& c) {
+  switch (c.op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg: return runShape<Sum, T>(c);
+    case ReduceOp::prod: return runShape<Prod, T>(c);
+    case ReduceOp::min: return runShape<Min, T>(c);
+    case ReduceOp::max: return runShape<Max, T>(c);
+  }
+}
+
+// --- f16 and bf16: each element is widened to f32, combined there and rounded back. ---
+//
+// Fused per element rather than staged through f32 scratch blocks: the staging stores and
+// reloads cost as much as the arithmetic (measured: bf16 sum ran at 5 GB/s staged in L1,
+// about a tenth of f32). The portable paths below are the definition; the AVX2 paths must
+// give the same bits, because ranks on different hosts have to agree on every element.
+
+template <class Op>
+struct ViaBf16 {
+  static COLL_INLINE uint16_t apply(uint16_t a, uint16_t b) {
+    return floatToBf16(Op::apply(bf16ToFloat(a), bf16ToFloat(b)));
+  }
+};
+
+// Baseline f16: the portable conversions in half.cc, a call per element. Only CPUs without
+// F16C (x86 before Haswell, or other architectures) come here.
+template <class Op>
+struct ViaPortableHalf {
+  static COLL_INLINE uint16_t apply(uint16_t a, uint16_t b) {
+    return floatToHalf(Op::apply(halfToFloat(a), halfToFloat(b)));
+  }
+};
+
+template <template <class> class Via>
+COLL_INLINE void runVia(const Call& c) {
+  switch (c.op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg: return runShape<Via<Sum>, uint16_t>(c);
+    case ReduceOp::prod: return runShape<Via<Prod>, uint16_t>(c);
+    case ReduceOp::min: return runShape<Via<Min>, uint16_t>(c);
+    case ReduceOp::max: return runShape<Via<Max>, uint16_t>(c);
+  }
+}
+
+#ifdef COLL_HAVE_X86_PATHS
+// Every CPU with AVX2 also has F16C (Haswell, Zen), so one check covers both codecs.
+#define COLL_AVX2 __attribute__((target("avx2,f16c")))
+
+// F16C is read from CPUID itself: clang's __builtin_cpu_supports does not know it. The
+// "avx2" check includes the OS's consent to use the YMM registers, which F16C needs too.
+bool cpuHasAvx2() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    return __builtin_cpu_supports("avx2") && f16c;
+  }();
+  return has;
+}
+
+// Hand-written because GCC's own vectorisation of floatToBf16 spends half its instructions
+// reordering lanes. A codec moves 16 elements between memory and two vectors of 8 floats;
+// the lane order in the vectors is its own business, since the ops are elementwise.
+
+// VCVTPH2PS/VCVTPS2PH with an explicit round-to-nearest-even immediate, so MXCSR's rounding
+// mode cannot change the result. Matches halfToFloat/floatToHalf (unit-tested), NaNs too.
+struct F16cCodec {
+  static COLL_AVX2 COLL_INLINE void load(const uint16_t* p, __m256& lo, __m256& hi) {
+    lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
+  }
+  static COLL_AVX2 COLL_INLINE void store(uint16_t* p, __m256 lo, __m256 hi) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(lo, _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8),
+                     _mm256_cvtps_ph(hi, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static COLL_AVX2 COLL_INLINE float toFloat(uint16_t h) { return _cvtsh_ss(h); }
+  static COLL_AVX2 COLL_INLINE uint16_t fromFloat(float f) {
+    return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+  }
+};
+
+// floatToBf16 on 8 lanes; leaves each result in the low 16 bits of its 32-bit lane.
+COLL_AVX2 COLL_INLINE __m256i roundToBf16(__m256 f) {
+  __m256i bits = _mm256_castps_si256(f);
+  __m256i high = _mm256_srli_epi32(bits, 16);
+  __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
+                                  _mm256_and_si256(high, _mm256_set1_epi32(1)));
+  __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, bias), 16);
+  __m256i quietNan = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
+  __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+  __m256i isNan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));
+  return _mm256_blendv_epi8(rounded, quietNan, isNan);
+}
+
+// Unpacking against zero widens (a bf16 is the top half of an f32) and packing narrows;
+// both work within 128-bit lanes, so the pack undoes the unpack's order exactly.
+struct Bf16Codec {
+  static COLL_AVX2 COLL_INLINE void load(const uint16_t* p, __m256& lo, __m256& hi) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), v));
+    hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), v));
+  }
+  static COLL_AVX2 COLL_INLINE void store(uint16_t* p, __m256 lo, __m256 hi) {
+    __m256i packed = _mm256_packus_epi32(roundToBf16(lo), roundToBf16(hi));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), packed);
+  }
+  static COLL_INLINE float toFloat(uint16_t h) { return bf16ToFloat(h); }
+  static COLL_INLINE uint16_t fromFloat(float f) { return floatToBf16(f); }
+};
+
+// Op on 8 lanes, with exactly the scalar semantics: MINPS(x, y) is (x < y ? x : y) and
+// MAXPS(x, y) is (x > y ? x : y), so passing (b, a) gives Min's and Max's NaN rule.
+template <class Op>
+COLL_AVX2 COLL_INLINE __m256 applyLanes(__m256 a, __m256 b) {
+  if constexpr (std::is_same_v<Op, Sum>) return _mm256_add_ps(a, b);
+  if constexpr (std::is_same_v<Op, Prod>) return _mm256_mul_ps(a, b);
+  if constexpr (std::is_same_v<Op, Min>) return _mm256_min_ps(b, a);
+  if constexpr (std::is_same_v<Op, Max>) return _mm256_max_ps(b, a);
+}
+
+// Each group of 16 is loaded before it is stored, so out may equal a or b: Shape is moot.
+template <class Codec, class Op>
+COLL_AVX2 COLL_INLINE void combineLanes(const Call& c) {
+  auto* out = static_cast<uint16_t*>(c.out);
+  const auto* a = static_cast<const uint16_t*>(c.a);
+  const auto* b = static_cast<const uint16_t*>(c.b);
+  size_t vectorEnd = c.count - c.count % 16;
+  for (size_t i = 0; i < vectorEnd; i += 16) {
+    __m256 aLo, aHi, bLo, bHi;
+    Codec::load(a + i, aLo, aHi);
+    Codec::load(b + i, bLo, bHi);
+    Codec::store(out + i, applyLanes<Op>(aLo, bLo), applyLanes<Op>(aHi, bHi));
+  }
+  for (size_t i = vectorEnd; i < c.count; ++i) {
+    out[i] = Codec::fromFloat(Op::apply(Codec::toFloat(a[i]), Codec::toFloat(b[i])));
+  }
+}
+
+template <class Codec>
+COLL_AVX2 void runLanes(const Call& c) {
+  switch (c.op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg: return combineLanes<Codec, Sum>(c);
+    case ReduceOp::prod: return combineLanes<Codec, Prod>(c);
+    case ReduceOp::min: return combineLanes<Codec, Min>(c);
+    case ReduceOp::max: return combineLanes<Codec, Max>(c);
+  }
+}
+
+template <class Codec>
+COLL_AVX2 void divideLanes(void* data, size_t count, int divisor) {
+  auto* buf = static_cast<uint16_t*>(data);
+  auto d = static_cast<float>(divisor);
+  __m256 dv = _mm256_set1_ps(d);
+  size_t vectorEnd = count - count % 16;
+  for (size_t i = 0; i < vectorEnd; i += 16) {
+    __m256 lo, hi;
+    Codec::load(buf + i, lo, hi);
+    Codec::store(buf + i, _mm256_div_ps(lo, dv), _mm256_div_ps(hi, dv));
+  }
+  for (size_t i = vectorEnd; i < count; ++i) buf[i] = Codec::fromFloat(Codec::toFloat(buf[i]) / d);
+}
+#endif
+
+// --- Per-type entries: the only functions that are multiversioned. ---
+
+COLL_CLONES void runF32(const Call& c) { runTyped<float>(c); }
+COLL_CLONES void runF64(const Call& c) { runTyped<double>(c); }
+COLL_CLONES void runI8(const Call& c) { runTyped<int8_t>(c); }
+COLL_CLONES void runU8(const Call& c) { runTyped<uint8_t>(c); }
+COLL_CLONES void runI32(const Call& c) { runTyped<int32_t>(c); }
+COLL_CLONES void runU32(const Call& c) { runTyped<uint32_t>(c); }
+COLL_CLONES void runI64(const Call& c) { runTyped<int64_t>(c); }
+COLL_CLONES void runU64(const Call& c) { runTyped<uint64_t>(c); }
+
+void runBf16(const Call& c) {
+#ifdef COLL_HAVE_X86_PATHS
+  if (cpuHasAvx2()) return runLanes<Bf16Codec>(c);
+#endif
+  runVia<ViaBf16>(c);
+}
+
+void runF16(const Call& c) {
+#ifdef COLL_HAVE_X86_PATHS
+  if (cpuHasAvx2()) return runLanes<F16cCodec>(c);
+#endif
+  runVia<ViaPortableHalf>(c);
+}
+
+// --- divideBy ---
+
+// buf[i] = f(buf[i]), in constant-length blocks for the vectoriser like runShape.
+template <class T, class F, class Count>
+COLL_INLINE void mapRange(T* buf, Count n, F f) {
+  for (size_t i = 0; i < n; ++i) buf[i] = f(buf[i]);
+}
+
+template <class T, class F>
+COLL_INLINE void mapAll(void* data, size_t count, F f) {
+  constexpr size_t kStep = kBlockBytes / sizeof(T);
+  constexpr std::integral_constant<size_t, kStep> kFull;
+  auto* buf = static_cast<T*>(data);
+  size_t tail = count % kStep;
+  size_t end = count - tail;
+  for (size_t i = 0; i < end; i += kStep) mapRange(buf + i, kFull, f);
+  mapRange(buf + end, tail, f);
+}
+
+// A true division, not a multiply by the reciprocal: that would differ in the last bit.
+template <class T>
+struct DivideFloating {
+  T divisor;
+  COLL_INLINE T operator()(T x) const { return x / divisor; }
+};
+
+struct DivideBf16 {
+  float divisor;
+  COLL_INLINE uint16_t operator()(uint16_t x) const {
+    return floatToBf16(bf16ToFloat(x) / divisor);
+  }
+};
+
+struct DividePortableHalf {
+  float divisor;
+  uint16_t operator()(uint16_t x) const { return floatToHalf(halfToFloat(x) / divisor); }
+};
+
+// x86 has no vector integer division, so these stay scalar. With a positive divisor the
+// quotient always fits T; computing in T's promotion with int keeps divisors larger than
+// T's range (say 300 for u8) exact, and C++ division truncates toward zero.
+template <class T>
+void divideInteger(void* data, size_t count, int divisor) {
+  using C = std::common_type_t<T, int>;
+  auto* buf = static_cast<T*>(data);
+  auto d = static_cast<C>(divisor);
+  for (size_t i = 0; i < count; ++i) buf[i] = static_cast<T>(static_cast<C>(buf[i]) / d);
+}
+
+COLL_CLONES void divideF32(void* buf, size_t n, int d) {
+  mapAll<float>(buf, n, DivideFloating<float>{static_cast<float>(d)});
+}
+COLL_CLONES void divideF64(void* buf, size_t n, int d) {
+  mapAll<double>(buf, n, DivideFloating<double>{static_cast<double>(d)});
+}
+
+void divideBf16(void* buf, size_t n, int d) {
+#ifdef COLL_HAVE_X86_PATHS
+  if (cpuHasAvx2()) return divideLanes<Bf16Codec>(buf, n, d);
+#endif
+  mapAll<uint16_t>(buf, n, DivideBf16{static_cast<float>(d)});
+}
+
+void divideF16(void* buf, size_t n, int d) {
+#ifdef COLL_HAVE_X86_PATHS
+  if (cpuHasAvx2()) return divideLanes<F16cCodec>(buf, n, d);
+#endif
+  mapAll<uint16_t>(buf, n, DividePortableHalf{static_cast<float>(d)});
+}
+
+void run(const Call& c, DataType type) {
+  assert(isValid(c.op) && "reduce: invalid ReduceOp");
+  switch (type) {
+    case DataType::f32: return runF32(c);
+    case DataType::f64: return runF64(c);
+    case DataType::f16: return runF16(c);
+    case DataType::bf16: return runBf16(c);
+    case DataType::i8: return runI8(c);
+    case DataType::u8: return runU8(c);
+    case DataType::i32: return runI32(c);
+    case DataType::u32: return runU32(c);
+    case DataType::i64: return runI64(c);
+    case DataType::u64: return runU64(c);
+  }
+  assert(false && "reduce: invalid DataType");
+}
+
+}  // namespace
+
+// Invalid types or ops are the caller's bug (the API boundary validates them); debug builds
+// assert, release builds leave the output untouched.
+void reduceInto(void* dst, const void* src, size_t count, DataType type, ReduceOp op) {
+  if (count == 0) return;
+  Shape shape = dst == src ? Shape::kSelf : Shape::kIntoA;
+  run(Call{dst, dst, src, count, op, shape}, type);
+}
+
+void reduce(void* out, const void* a, const void* b, size_t count, DataType type, ReduceOp op) {
+  if (count == 0) return;
+  Shape shape = Shape::kDistinct;
+  if (out == a && out == b) {
+    shape = Shape::kSelf;
+  } else if (out == a) {
+    shape = Shape::kIntoA;
+  } else if (out == b) {
+    shape = Shape::kIntoB;
+  }
+  run(Call{out, a, b, count, op, shape}, type);
+}
+
+// divisor must be positive: it is the number of contributions averaged. Release builds
+// leave the buffer untouched otherwise, rather than trap on an integer division by zero.
+void divideBy(void* buf, size_t count, DataType type, int divisor) {
+  assert(divisor > 0 && "divideBy: divisor must be positive");
+  if (count == 0 || divisor <= 0 || divisor == 1) return;
+  switch (type) {
+    case DataType::f32: return divideF32(buf, count, divisor);
+    case DataType::f64: return divideF64(buf, count, divisor);
+    case DataType::f16: return divideF16(buf, count, divisor);
+    case DataType::bf16: return divideBf16(buf, count, divisor);
+    case DataType::i8: return divideInteger<int8_t>(buf, count, divisor);
+    case DataType::u8: return divideInteger<uint8_t>(buf, count, divisor);
+    case DataType::i32: return divideInteger<int32_t>(buf, count, divisor);
+    case DataType::u32: return divideInteger<uint32_t>(buf, count, divisor);
+    case DataType::i64: return divideInteger<int64_t>(buf, count, divisor);
+    case DataType::u64: return divideInteger<uint64_t>(buf, count, divisor);
+  }
+  assert(false && "divideBy: invalid DataType");
+}
+
+}  // namespace coll::reduce

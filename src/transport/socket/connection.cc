@@ -1,0 +1,128 @@
+#include "transport/socket/connection.h"
+
+#include "core/log.h"
+
+namespace coll::transport::socket {
+
+SocketConnection::SocketConnection(asio::io_context& io, int peer, std::string remote,
+                                   std::vector<UniqueFd> fds, std::vector<Completion>* completions)
+    : peer_(peer), remote_(std::move(remote)), completions_(completions) {
+  for (UniqueFd& fd : fds) {
+    auto s = std::make_unique<Stream>(io);
+    boost::system::error_code ec;
+    int native = fd.get();
+    s->socket.assign(peerAddress(native).find('[') == 0 ? tcp::v6() : tcp::v4(), native, ec);
+    if (ec) {
+      failure_ = transportError(format("peer %d: cannot adopt socket: %s", peer_, ec.message().c_str()), peer_);
+      continue;
+    }
+    fd.release();
+    streams_.push_back(std::move(s));
+  }
+}
+
+SocketConnection::~SocketConnection() {
+  for (auto& s : streams_) {
+    boost::system::error_code ec;
+    s->socket.close(ec);
+  }
+}
+
+std::string SocketConnection::describe() const {
+  return format("peer %d (%s, socket, %zu stream%s)", peer_, remote_.c_str(), streams_.size(),
+                streams_.size() == 1 ? "" : "s");
+}
+
+void SocketConnection::complete(uint64_t cookie, Status status) {
+  completions_->push_back(Completion{cookie, std::move(status)});
+}
+
+Status SocketConnection::ioError(const boost::system::error_code& ec, const char* what) const {
+  if (ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+      ec == asio::error::connection_aborted)
+    return peerLostError(format("peer %d (%s) closed the connection", peer_, remote_.c_str()), peer_);
+  return transportError(format("peer %d (%s): %s failed: %s", peer_, remote_.c_str(), what, ec.message().c_str()), peer_);
+}
+
+void SocketConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
+  if (!failure_.isOk()) return complete(cookie, failure_);
+  Stream& s = *streams_[sends_posted_++ % streams_.size()];
+  s.sends.push_back(SendRequest{MessageHeader{kDataMagic, 0, tag, bytes}, data, cookie});
+  if (!s.sending) startSend(s);
+}
+
+void SocketConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
+  if (!failure_.isOk()) return complete(cookie, failure_);
+  Stream& s = *streams_[recvs_posted_++ % streams_.size()];
+  s.recvs.push_back(RecvRequest{data, bytes, tag, cookie});
+  if (!s.receiving) startRecv(s);
+}
+
+void SocketConnection::startSend(Stream& s) {
+  if (s.sends.empty() || !failure_.isOk()) return;
+  s.sending = true;
+  SendRequest& r = s.sends.front();
+  std::array<asio::const_buffer, 2> bufs{asio::buffer(&r.header, sizeof r.header),
+                                         asio::buffer(r.data, r.header.bytes)};
+  asio::async_write(s.socket, bufs, [this, &s](const boost::system::error_code& ec, size_t) {
+    s.sending = false;
+    if (!failure_.isOk()) return;  // already failed: fail() completed this request
+    if (ec) return fail(ioError(ec, "send"));
+    uint64_t cookie = s.sends.front().cookie;
+    s.sends.pop_front();
+    complete(cookie, Status::ok());
+    startSend(s);
+  });
+}
+
+void SocketConnection::startRecv(Stream& s) {
+  if (s.recvs.empty() || !failure_.isOk()) return;
+  s.receiving = true;
+  asio::async_read(s.socket, asio::buffer(&s.incoming, sizeof s.incoming),
+                   [this, &s](const boost::system::error_code& ec, size_t) {
+                     if (!failure_.isOk()) { s.receiving = false; return; }
+                     if (ec) { s.receiving = false; return fail(ioError(ec, "receive")); }
+                     onHeader(s);
+                   });
+}
+
+void SocketConnection::onHeader(Stream& s) {
+  const RecvRequest& r = s.recvs.front();
+  const MessageHeader& h = s.incoming;
+  if (h.magic != kDataMagic) {
+    s.receiving = false;
+    return fail(transportError(format("peer %d (%s) sent a malformed message header", peer_, remote_.c_str()), peer_));
+  }
+  if (h.tag != r.tag || h.bytes != r.bytes) {
+    s.receiving = false;
+    return fail(mismatchError(
+        format("peer %d sent message tag %#llx of %llu bytes where tag %#llx of %zu bytes was expected (the ranks "
+               "issued different collectives, counts or types)", peer_, static_cast<unsigned long long>(h.tag),
+               static_cast<unsigned long long>(h.bytes), static_cast<unsigned long long>(r.tag), r.bytes), peer_));
+  }
+  asio::async_read(s.socket, asio::buffer(r.data, r.bytes), [this, &s](const boost::system::error_code& ec, size_t) {
+    s.receiving = false;
+    if (!failure_.isOk()) return;
+    if (ec) return fail(ioError(ec, "receive"));
+    uint64_t cookie = s.recvs.front().cookie;
+    s.recvs.pop_front();
+    complete(cookie, Status::ok());
+    startRecv(s);
+  });
+}
+
+void SocketConnection::fail(const Status& status) {
+  if (!failure_.isOk()) return;
+  failure_ = status;
+  COLL_INFO("NET", "%s failed: %s", describe().c_str(), status.message().c_str());
+  for (auto& s : streams_) {
+    for (auto& r : s->sends) complete(r.cookie, status);
+    for (auto& r : s->recvs) complete(r.cookie, status);
+    s->sends.clear();
+    s->recvs.clear();
+    boost::system::error_code ec;
+    s->socket.close(ec);  // pending handlers run with operation_aborted and see failure_
+  }
+}
+
+}  // namespace coll::transport::socket

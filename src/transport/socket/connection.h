@@ -1,0 +1,68 @@
+// A socket Connection: one or more TCP streams to one peer, driven by the transport's
+// io_context on the progress thread. Message k (per direction) travels on stream k mod n, so
+// a pipelined algorithm's consecutive slices are striped across streams with no reassembly.
+#pragma once
+
+#include <deque>
+#include <vector>
+
+#include "core/asio.h"
+#include "core/fd_io.h"
+#include "transport/socket/wire.h"
+#include "transport/transport.h"
+
+namespace coll::transport::socket {
+
+class SocketConnection : public Connection {
+ public:
+  // Takes ownership of the connected, authenticated sockets (one per stream, in order).
+  SocketConnection(asio::io_context& io, int peer, std::string remote, std::vector<UniqueFd> fds,
+                   std::vector<Completion>* completions);
+  ~SocketConnection() override;
+
+  int peer() const override { return peer_; }
+  std::string describe() const override;
+  void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
+  void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
+
+  // Fails everything posted, now and later, with `status`, and closes the streams.
+  void fail(const Status& status);
+
+ private:
+  struct SendRequest {
+    MessageHeader header;
+    const void* data;
+    uint64_t cookie;
+  };
+  struct RecvRequest {
+    void* data;
+    size_t bytes;
+    uint64_t tag;
+    uint64_t cookie;
+  };
+  struct Stream {
+    explicit Stream(asio::io_context& io) : socket(io) {}
+    tcp::socket socket;
+    std::deque<SendRequest> sends;  // front is on the wire while `sending`
+    std::deque<RecvRequest> recvs;  // front is being read while `receiving`
+    bool sending = false;
+    bool receiving = false;
+    MessageHeader incoming{};
+  };
+
+  void startSend(Stream& s);
+  void startRecv(Stream& s);
+  void onHeader(Stream& s);
+  void complete(uint64_t cookie, Status status);
+  Status ioError(const boost::system::error_code& ec, const char* what) const;
+
+  int peer_;
+  std::string remote_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::vector<Completion>* completions_;
+  uint64_t sends_posted_ = 0;
+  uint64_t recvs_posted_ = 0;
+  Status failure_;  // the first error sticks
+};
+
+}  // namespace coll::transport::socket

@@ -1,0 +1,79 @@
+#include "transport/socket/interface.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include "core/fd_io.h"
+#include "core/log.h"
+
+namespace coll::transport::socket {
+namespace {
+
+std::string numericHost(const sockaddr* sa) {
+  char host[NI_MAXHOST];
+  socklen_t len = sa->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  if (::getnameinfo(sa, len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) return "";
+  return host;
+}
+
+// Walks getifaddrs; fills name and/or address of the first entry that matches.
+bool findInterface(const std::string& want_name, const std::string& want_addr, ChosenInterface* out) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* i = list; i && !found; i = i->ifa_next) {
+    if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) continue;
+    std::string addr = numericHost(i->ifa_addr);
+    if (!want_name.empty() && want_name == i->ifa_name && i->ifa_addr->sa_family == AF_INET) found = true;
+    if (!want_addr.empty() && want_addr == addr) found = true;
+    if (found) {
+      out->name = i->ifa_name;
+      out->address = addr;
+    }
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
+// The source address the kernel picks for traffic to host (a UDP connect sends nothing).
+Status routeSource(const std::string& host, std::string* source) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), "9", &hints, &res);
+  if (rc != 0) return invalidArgument(format("cannot resolve rendezvous host '%s': %s", host.c_str(), gai_strerror(rc)));
+  UniqueFd fd(::socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  bool ok = fd && ::connect(fd.get(), res->ai_addr, res->ai_addrlen) == 0;
+  ::freeaddrinfo(res);
+  if (!ok) return transportError(format("no route to rendezvous host '%s': %s", host.c_str(), std::strerror(errno)));
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len);
+  *source = numericHost(reinterpret_cast<sockaddr*>(&ss));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status chooseInterface(const std::string& ifname, const std::string& rendezvous_host, ChosenInterface* out) {
+  if (!ifname.empty()) {
+    if (!findInterface(ifname, "", out))
+      return invalidArgument(format("COLL_SOCKET_IFNAME=%s: no such interface with an IPv4 address", ifname.c_str()));
+    out->reason = "COLL_SOCKET_IFNAME";
+    return Status::ok();
+  }
+  std::string source;
+  COLL_RETURN_IF_ERROR(routeSource(rendezvous_host, &source));
+  if (!findInterface("", source, out)) {
+    out->name = "?";
+    out->address = source;
+  }
+  out->reason = format("routes to the rendezvous host %s", rendezvous_host.c_str());
+  return Status::ok();
+}
+
+}  // namespace coll::transport::socket

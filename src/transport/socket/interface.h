@@ -1,0 +1,21 @@
+// Which local address the socket transport listens on.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+
+namespace coll::transport::socket {
+
+struct ChosenInterface {
+  std::string name;     // "eth0"
+  std::string address;  // "10.213.0.2"
+  std::string reason;   // why, for the log
+};
+
+// COLL_SOCKET_IFNAME (an interface name; "^lo" style exclusions are not supported) when set;
+// otherwise the interface the kernel would route to `rendezvous_host` through, because a
+// peer that can reach the store can reach that address too.
+Status chooseInterface(const std::string& ifname, const std::string& rendezvous_host, ChosenInterface* out);
+
+}  // namespace coll::transport::socket

@@ -1,0 +1,190 @@
+#include "transport/socket/transport.h"
+
+#include <arpa/inet.h>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include "bootstrap/store.h"
+#include "core/log.h"
+#include "transport/socket/connection.h"
+#include "transport/socket/handshake.h"
+#include "transport/socket/interface.h"
+
+namespace coll::transport::socket {
+namespace {
+
+constexpr auto kHandshakeLimit = std::chrono::seconds(5);  // per accepted stream; bounds a silent intruder
+
+void setBuffers(int fd, int bytes) {
+  if (bytes <= 0) return;  // 0: leave the kernel's autotuning alone
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+}
+
+class SocketTransport : public Transport {
+ public:
+  SocketTransport(const Config& config, const PeerDirectory& dir) : config_(config), dir_(dir) {}
+
+  const char* name() const override { return "socket"; }
+
+  Status open() {
+    ChosenInterface iface;
+    COLL_RETURN_IF_ERROR(chooseInterface(config_.socket_ifname, dir_.store_host, &iface));
+    COLL_RETURN_IF_ERROR(listenOn(iface.address));
+    std::string addr = localAddress(listener_.get());
+    COLL_INFO("NET", "socket transport listens on %s (interface %s: %s), %d stream(s) per peer", addr.c_str(),
+              iface.name.c_str(), iface.reason.c_str(), config_.socket_nstreams);
+    return dir_.store->set(key(dir_.rank), addr, Clock::now() + config_.timeout);
+  }
+
+  Status connect(int peer, Deadline deadline, Connection** out) override {
+    auto it = connections_.find(peer);
+    if (it == connections_.end()) {
+      std::vector<UniqueFd> fds;
+      std::string remote;
+      Status st = dir_.rank > peer ? dial(peer, deadline, &fds, &remote) : acceptFrom(peer, deadline, &fds, &remote);
+      if (!st) return st;
+      auto conn = std::make_unique<SocketConnection>(io_, peer, remote, std::move(fds), &completions_);
+      COLL_INFO("NET", "connected to %s", conn->describe().c_str());
+      it = connections_.emplace(peer, std::move(conn)).first;
+    }
+    *out = it->second.get();
+    return Status::ok();
+  }
+
+  Status progress(std::vector<Completion>* out, Deadline until) override {
+    if (completions_.empty() && until > Clock::now()) io_.run_one_until(until);
+    io_.poll();
+    if (aborted_.load()) failAll();
+    out->insert(out->end(), std::make_move_iterator(completions_.begin()), std::make_move_iterator(completions_.end()));
+    completions_.clear();
+    if (aborted_.load()) return peerLostError(abortReason());
+    return Status::ok();
+  }
+
+  void abort(const std::string& reason) override {
+    {
+      std::lock_guard<std::mutex> lock(abort_mu_);
+      if (abort_reason_.empty()) abort_reason_ = reason;
+    }
+    aborted_ = true;
+    io_.stop();  // wakes a progress() blocked in run_one_until
+  }
+
+ private:
+  std::string key(int rank) const { return dir_.key_prefix + "socket/" + std::to_string(rank); }
+
+  std::string abortReason() {
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    return abort_reason_;
+  }
+
+  void failAll() {
+    Status st = peerLostError(abortReason());
+    for (auto& [peer, conn] : connections_) conn->fail(st);
+  }
+
+  Status listenOn(const std::string& address) {
+    sockaddr_storage ss{};
+    socklen_t len;
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    if (::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
+      v4->sin_family = AF_INET;
+      len = sizeof *v4;
+    } else if (::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
+      v6->sin6_family = AF_INET6;
+      len = sizeof *v6;
+    } else {
+      return invalidArgument(format("cannot listen on '%s': not a numeric address", address.c_str()));
+    }
+    listener_ = UniqueFd(::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!listener_) return transportError(format("socket: %s", std::strerror(errno)));
+    setBuffers(listener_.get(), config_.socket_buffer_bytes);  // accepted sockets inherit these
+    if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(listener_.get(), 256) != 0)
+      return transportError(format("cannot listen on %s: %s", address.c_str(), std::strerror(errno)));
+    return Status::ok();
+  }
+
+  Status dial(int peer, Deadline deadline, std::vector<UniqueFd>* fds, std::string* remote) {
+    COLL_RETURN_IF_ERROR(dir_.store->get(key(peer), remote, deadline));
+    std::string host;
+    int port;
+    COLL_RETURN_IF_ERROR(bootstrap::splitHostPort(*remote, &host, &port));
+    for (int s = 0; s < config_.socket_nstreams; ++s) {
+      UniqueFd fd;
+      Status st = dialStream(host, port, dir_.secret, dir_.key_prefix, dir_.rank, peer, s, config_.socket_nstreams,
+                             deadline, &fd);
+      if (!st) return Status(st.code(), format("connecting to peer %d (%s): %s", peer, remote->c_str(), st.message().c_str()), peer);
+      setBuffers(fd.get(), config_.socket_buffer_bytes);
+      fds->push_back(std::move(fd));
+    }
+    return Status::ok();
+  }
+
+  // Accepts (and authenticates) connections from anyone until `peer`'s streams are all here;
+  // streams of other peers wait in pending_ for their own connect() call.
+  Status acceptFrom(int peer, Deadline deadline, std::vector<UniqueFd>* fds, std::string* remote) {
+    auto& mine = pending_[peer];
+    while (static_cast<int>(mine.size()) < config_.socket_nstreams) {
+      pollfd p{listener_.get(), POLLIN, 0};
+      int r = ::poll(&p, 1, millisUntil(deadline));
+      if (r == 0)
+        return timeoutError(format("peer %d did not connect before the deadline (%zu of %d streams arrived)", peer,
+                                   mine.size(), config_.socket_nstreams), peer);
+      if (r < 0 && errno != EINTR) return transportError(format("poll on listener: %s", std::strerror(errno)));
+      if (r > 0) acceptOne(deadline);
+    }
+    for (auto& [stream, fd] : mine) fds->push_back(std::move(fd));
+    *remote = peerAddress(fds->front().get());
+    pending_.erase(peer);
+    return Status::ok();
+  }
+
+  void acceptOne(Deadline deadline) {
+    UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!fd) return;
+    int one = 1;
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    StreamIdentity who;
+    Deadline limit = std::min(deadline, Clock::now() + kHandshakeLimit);
+    Status st = acceptStream(fd.get(), dir_.secret, dir_.key_prefix, dir_.rank, dir_.size, config_.socket_nstreams,
+                             limit, &who);
+    if (!st) {
+      COLL_WARN("NET", "refused connection from %s: %s", peerAddress(fd.get()).c_str(), st.message().c_str());
+      return;
+    }
+    pending_[who.rank][who.stream] = std::move(fd);
+  }
+
+  Config config_;
+  PeerDirectory dir_;
+  asio::io_context io_{1};
+  // Without outstanding work an io_context stops itself and later run calls return at once.
+  asio::executor_work_guard<asio::io_context::executor_type> keep_running_{io_.get_executor()};
+  UniqueFd listener_;
+  std::map<int, std::map<int, UniqueFd>> pending_;  // peer -> stream -> authenticated socket
+  std::map<int, std::unique_ptr<SocketConnection>> connections_;
+  std::vector<Completion> completions_;
+  std::atomic<bool> aborted_{false};
+  std::mutex abort_mu_;
+  std::string abort_reason_;
+};
+
+}  // namespace
+
+Status createTransport(const Config& config, const PeerDirectory& directory, std::unique_ptr<Transport>* out) {
+  auto t = std::make_unique<SocketTransport>(config, directory);
+  COLL_RETURN_IF_ERROR(t->open());
+  *out = std::move(t);
+  return Status::ok();
+}
+
+}  // namespace coll::transport::socket

@@ -1,0 +1,77 @@
+// The transport contract every way of moving bytes implements (socket today; shm, ucx,
+// verbs and cuda_ipc later). Algorithms never see a transport: the executor talks to
+// Connections on their behalf.
+//
+// Threading: a Transport and its Connections are used by one thread, the communicator's
+// progress thread, except abort(), which any thread may call.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace coll::bootstrap {
+class StoreClient;
+}
+
+namespace coll::transport {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+// Reported by progress() once a posted send or receive finished.
+struct Completion {
+  uint64_t cookie = 0;  // the value given when posting
+  Status status;        // failure names the peer and the cause
+};
+
+// One peer, both directions. Messages are matched in FIFO order per direction: the n-th
+// receive posted here gets the n-th message the peer sent us. Each message carries a tag and
+// its length, both checked against the posted receive (Mismatch otherwise), so ranks that
+// disagree about the op fail instead of corrupting data. Buffers must stay valid and
+// untouched until their completion. After the first failure every posted and later request
+// completes with that same Status.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  virtual int peer() const = 0;
+  // "peer 3 (10.0.0.4:41000, socket, 2 streams)"
+  virtual std::string describe() const = 0;
+  virtual void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) = 0;
+  virtual void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) = 0;
+};
+
+// What a transport needs from the bootstrap to find its peers.
+struct PeerDirectory {
+  int rank = 0;
+  int size = 1;
+  std::string secret;          // authenticates every connection
+  std::string key_prefix;      // namespace in the store, per communicator
+  bootstrap::StoreClient* store = nullptr;
+  std::string store_host;      // the rendezvous host: the socket transport's default route
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+
+  // The connection to `peer`, established on first use. Both sides must ask for it (in any
+  // order) before the deadline. The Transport owns the Connection.
+  virtual Status connect(int peer, Deadline deadline, Connection** out) = 0;
+
+  // Drives I/O. Appends finished requests to *out, waiting until `until` for at least one
+  // (until <= now: poll only). Returns a failed Status only if the transport as a whole is
+  // unusable (e.g. aborted); per-request failures arrive as Completions.
+  virtual Status progress(std::vector<Completion>* out, Deadline until) = 0;
+
+  // Closes every connection so peers fail fast; posted requests fail with PeerLost. Any
+  // thread may call this; it returns without waiting for I/O.
+  virtual void abort(const std::string& reason) = 0;
+};
+
+}  // namespace coll::transport
