@@ -43,12 +43,17 @@ void addReduceScatter(const BuildParams& p, const SlicedChunks& sc, ScheduleBuil
   std::vector<uint32_t> slot_users;  // recvReduce steps in order; slot k is reused by k + depth
   for (int s = 0; s < n - 1; ++s) {
     int send_c = ring::reduceScatterSendChunk(r, n, s), recv_c = ring::reduceScatterRecvChunk(r, n, s);
+    // Out of place, nothing is copied up front: step 0 sends the rank's own chunk straight
+    // from the input, and each other chunk's first reduction reads the input (out = in op
+    // received). The own chunk's output is written only by the all-gather.
+    BufferId first_touch = p.in_place ? BufferId::output : BufferId::input;
     for (size_t j = 0; j < sc.slices(send_c); ++j)
-      b.add({StepKind::send, BufferId::output, right, sc.offset(send_c, j), sc.bytes(send_c, j), 0, uint32_t(s)},
+      b.add({StepKind::send, s == 0 ? first_touch : BufferId::output, right, sc.offset(send_c, j),
+             sc.bytes(send_c, j), 0, uint32_t(s)},
             {sc.region(send_c, j)}, {});
     for (size_t j = 0; j < sc.slices(recv_c); ++j) {
       size_t k = slot_users.size();
-      Step step{StepKind::recvReduce, BufferId::output, left, sc.offset(recv_c, j), sc.bytes(recv_c, j),
+      Step step{StepKind::recvReduce, first_touch, left, sc.offset(recv_c, j), sc.bytes(recv_c, j),
                 (k % depth) * p.slice_bytes, uint32_t(s)};
       if (k >= depth) step.deps.push_back(slot_users[k - depth]);
       slot_users.push_back(b.add(std::move(step), {sc.region(recv_c, j)}, {sc.region(recv_c, j)}));
@@ -79,8 +84,10 @@ Schedule buildRingAllreduce(const BuildParams& p) {
   ScheduleBuilder b("ring", sc.numRegions());
   b.setNumPhases(p.nranks > 1 ? static_cast<uint32_t>(2 * (p.nranks - 1)) : 1);
   if (p.count == 0) return b.finish();
-  if (!p.in_place) b.addWritingAll({StepKind::copy, BufferId::input, -1, 0, p.count * p.elem_size});
-  if (p.nranks == 1) return b.finish();
+  if (p.nranks == 1) {
+    if (!p.in_place) b.addWritingAll({StepKind::copy, BufferId::input, -1, 0, p.count * p.elem_size});
+    return b.finish();
+  }
   addReduceScatter(p, sc, b);
   if (p.average) {
     int owned = ring::ownedChunk(p.rank, p.nranks);

@@ -13,7 +13,8 @@ namespace coll::algo {
 enum class StepKind : uint8_t {
   send,        // send buffer[offset, +bytes) to peer
   recv,        // receive from peer into output[offset, +bytes)
-  recvReduce,  // receive from peer into scratch[scratch_offset, +bytes), then output[offset] op= it
+  recvReduce,  // receive from peer into scratch[scratch_offset, +bytes), then
+               // output[offset] = source[offset] op scratch (source: output, or input on first touch)
   copy,        // output[offset, +bytes) = input[offset, +bytes)
   divide,      // output[offset, +bytes) /= nranks (finishes ReduceOp::avg)
 };
@@ -22,7 +23,7 @@ enum class BufferId : uint8_t { input, output };
 
 struct Step {
   StepKind kind;
-  BufferId source = BufferId::output;  // send: which buffer to read
+  BufferId source = BufferId::output;  // send, recvReduce: which buffer to read
   int peer = -1;                       // send / recv / recvReduce
   size_t offset = 0;                   // bytes, in the output (or, for send, the source) buffer
   size_t bytes = 0;

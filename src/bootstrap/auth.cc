@@ -63,13 +63,10 @@ uint64_t computeMac(const std::string& secret, std::string_view message) {
 
 std::string generateSecret() {
   static const char* kHex = "0123456789abcdef";
-  std::string s;
-  for (int i = 0; i < 2; ++i) {
-    Nonce n = randomNonce();
-    for (uint8_t b : n) {
-      s += kHex[b >> 4];
-      s += kHex[b & 15];
-    }
+  std::string s;  // 128 bits as 32 hex chars: must fit collUniqueId's 62-byte field
+  for (uint8_t b : randomNonce()) {
+    s += kHex[b >> 4];
+    s += kHex[b & 15];
   }
   return s;
 }

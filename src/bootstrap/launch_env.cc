@@ -105,6 +105,7 @@ Status fromPmi1(LaunchInfo* info) {
   info->store_address = value.substr(0, comma);
   info->secret = value.substr(comma + 1);
   info->secret_origin = "rank 0, via PMI";
+  COLL_RETURN_IF_ERROR(pmi.finalize(deadline));  // coll needs PMI no more; see Pmi1Client::finalize
   return Status::ok();
 }
 
@@ -139,6 +140,7 @@ Status fromOpenMpiFile(LaunchInfo* info) {
     }
   }
   info->secret_origin = "rank 0, via " + path;
+  if (info->rank == 0) info->rendezvous_file = path;
   return Status::ok();
 }
 

@@ -24,6 +24,7 @@ struct LaunchInfo {
   bool host_store = false;   // this rank must serve the store (rank 0 without collrun)
   std::string secret;        // may be derived; see secret_origin
   std::string secret_origin; // "COLL_JOB_SECRET", "collrun", or "derived from <ids>"
+  std::string rendezvous_file; // rank 0 removes it once every rank has joined
 };
 
 // Reads the launcher's environment. Fails with InvalidArgument naming what is missing.

@@ -50,6 +50,11 @@ Status Pmi1Client::barrier(Deadline deadline) {
   return command("cmd=barrier_in\n", "barrier_out", &reply, deadline);
 }
 
+Status Pmi1Client::finalize(Deadline deadline) {
+  std::string reply;
+  return command("cmd=finalize\n", "finalize_ack", &reply, deadline);
+}
+
 // Sends one command and reads lines until the expected reply arrives.
 Status Pmi1Client::command(const std::string& line, const std::string& expect_cmd, std::string* reply,
                            Deadline deadline) {

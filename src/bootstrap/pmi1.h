@@ -18,6 +18,9 @@ class Pmi1Client {
   Status get(const std::string& key, std::string* value, Deadline deadline);
   // Collective: every rank of the job must call it.
   Status barrier(Deadline deadline);
+  // Ends this process's PMI session. Hydra takes a PMI connection that closes without it for
+  // a crashed rank and kills every other rank of the job.
+  Status finalize(Deadline deadline);
 
  private:
   Status command(const std::string& line, const std::string& expect_cmd, std::string* reply, Deadline deadline);

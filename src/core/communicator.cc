@@ -1,5 +1,7 @@
 #include "coll/communicator.h"
 
+#include <unistd.h>
+
 #include "bootstrap/launch_env.h"
 #include "core/communicator_impl.h"
 #include "core/log.h"
@@ -29,7 +31,10 @@ std::unique_ptr<Communicator> Communicator::fromEnvironment() {
   options.store_address = info.store_address;
   options.host_store = info.host_store;
   options.secret = info.secret;
-  return create(options);
+  auto comm = create(options);
+  // create() returns after the init barrier: every rank has read the file by now.
+  if (!info.rendezvous_file.empty()) ::unlink(info.rendezvous_file.c_str());
+  return comm;
 }
 
 int Communicator::rank() const { return impl_->rank(); }

@@ -86,7 +86,16 @@ void CommunicatorImpl::progressLoop() {
     std::optional<Error> failed;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      queue_cv_.wait(lock, [&] { return stopping_ || close_pending_ || !queue_.empty(); });
+      if (close_pending_) {
+        // The transport is the progress thread's: it closes the connections of an aborted
+        // transport inside progress(), so peers fail now rather than at their deadline.
+        close_pending_ = false;
+        lock.unlock();
+        std::vector<transport::Completion> ignored;
+        (void)transport_->progress(&ignored, transport::Clock::now());
+        continue;
+      }
       if (queue_.empty()) return;
       op = std::move(queue_.front());
       queue_.pop_front();
@@ -157,6 +166,12 @@ void CommunicatorImpl::fail(const Error& error) {
     pending.swap(queue_);
   }
   transport_->abort(format("rank %d aborted after: %s", rank_, error.what()));
+  {
+    // After abort(): the progress() this wakes must see the transport aborted.
+    std::lock_guard<std::mutex> lock(mu_);
+    close_pending_ = true;
+  }
+  queue_cv_.notify_all();
   for (OpRequest& op : pending)
     op.work->complete(Error(error.code(), opLabel(op, "") + ": communicator already failed: " + error.what()));
 }

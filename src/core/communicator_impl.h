@@ -50,10 +50,11 @@ class CommunicatorImpl {
   std::unique_ptr<transport::Transport> transport_;
   std::vector<char> scratch_;
 
-  mutable std::mutex mu_;  // guards queue_, stopping_, first_error_
+  mutable std::mutex mu_;  // guards queue_, stopping_, first_error_, close_pending_
   std::condition_variable queue_cv_;
   std::deque<OpRequest> queue_;
   bool stopping_ = false;
+  bool close_pending_ = false;  // fail() ran: the progress thread must close the connections
   std::optional<Error> first_error_;
   uint64_t next_sequence_ = 0;  // issuing thread only
   std::thread thread_;

@@ -90,7 +90,8 @@ class Executor {
         conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, ctx_.tag, i);
         break;
       case StepKind::copy:
-        if (ctx_.input != ctx_.output) std::memcpy(ctx_.output, address(algo::BufferId::input, step.offset), step.bytes);
+        if (ctx_.input != ctx_.output)
+          std::memcpy(address(algo::BufferId::output, step.offset), address(algo::BufferId::input, step.offset), step.bytes);
         finish(i);
         break;
       case StepKind::divide:
@@ -106,9 +107,14 @@ class Executor {
     auto i = static_cast<uint32_t>(c.cookie);
     if (!c.status) return withStep(c.status, i);
     const Step& step = s_.steps[i];
-    if (step.kind == StepKind::recvReduce)
-      reduce::reduceInto(address(algo::BufferId::output, step.offset), ctx_.scratch->data() + step.scratch_offset,
-                         step.bytes / sizeOf(ctx_.type), ctx_.type, ctx_.op);
+    if (step.kind == StepKind::recvReduce) {
+      char* out = address(algo::BufferId::output, step.offset);
+      const char* in = address(step.source, step.offset);
+      const char* received = ctx_.scratch->data() + step.scratch_offset;
+      size_t elems = step.bytes / sizeOf(ctx_.type);
+      if (in == out) reduce::reduceInto(out, received, elems, ctx_.type, ctx_.op);
+      else reduce::reduce(out, in, received, elems, ctx_.type, ctx_.op);
+    }
     finish(i);
     return Status::ok();
   }

@@ -1,5 +1,7 @@
 #include "coll/types.h"
 
+#include "coll/error.h"
+
 #include <array>
 
 namespace coll {
@@ -82,6 +84,19 @@ std::optional<ReduceOp> parseReduceOp(std::string_view name) {
     if (name == kOpNames[i]) return static_cast<ReduceOp>(i);
   }
   return std::nullopt;
+}
+
+const char* toString(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::Timeout: return "Timeout";
+    case ErrorCode::PeerLost: return "PeerLost";
+    case ErrorCode::Mismatch: return "Mismatch";
+    case ErrorCode::InvalidArgument: return "InvalidArgument";
+    case ErrorCode::Unsupported: return "Unsupported";
+    case ErrorCode::Transport: return "Transport";
+    case ErrorCode::Internal: return "Internal";
+  }
+  return "invalid";
 }
 
 }  // namespace coll

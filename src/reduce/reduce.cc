@@ -53,20 +53,22 @@ namespace {
 
 constexpr size_t kBlockBytes = 256;
 
-// The type the arithmetic happens in: unsigned for integers, T itself for floats.
+// The type the arithmetic happens in: T itself for floats; for integers an unsigned type of
+// at least int's width, so that neither T's signedness nor the promotion of narrow types
+// to (signed) int can make an overflow undefined.
 template <class T, bool = std::is_integral_v<T>>
 struct ArithmeticOf {
   using type = T;
 };
 template <class T>
 struct ArithmeticOf<T, true> {
-  using type = std::make_unsigned_t<T>;
+  using type = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
 };
 template <class T>
 using Wide = typename ArithmeticOf<T>::type;
 
-// Integer sum and prod go through the unsigned type: it wraps by definition, where signed
-// overflow would be undefined. The conversion back is modular in C++20.
+// Integer sum and prod wrap (two's complement, as in NCCL): unsigned arithmetic wraps by
+// definition, and the conversion back to T is modular in C++20.
 struct Sum {
   template <class T>
   static COLL_INLINE T apply(T a, T b) {
@@ -235,7 +237,7 @@ bool cpuHasAvx2() {
 
 // Hand-written because GCC's own vectorisation of floatToBf16 spends half its instructions
 // reordering lanes. A codec moves 16 elements between memory and two vectors of 8 floats;
-// the lane order in the vectors is its own business, since the ops are elementwise.
+// which element goes to which lane is its own business, since the ops are elementwise.
 
 // VCVTPH2PS/VCVTPS2PH with an explicit round-to-nearest-even immediate, so MXCSR's rounding
 // mode cannot change the result. Matches halfToFloat/floatToHalf (unit-tested), NaNs too.
@@ -255,29 +257,36 @@ struct F16cCodec {
   }
 };
 
-// floatToBf16 on 8 lanes; leaves each result in the low 16 bits of its 32-bit lane.
-COLL_AVX2 COLL_INLINE __m256i roundToBf16(__m256 f) {
+// floatToBf16's rounding on 8 lanes, leaving each result in the high 16 bits of its lane.
+COLL_AVX2 COLL_INLINE __m256i roundToBf16High(__m256 f) {
   __m256i bits = _mm256_castps_si256(f);
-  __m256i high = _mm256_srli_epi32(bits, 16);
-  __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
-                                  _mm256_and_si256(high, _mm256_set1_epi32(1)));
-  __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, bias), 16);
-  __m256i quietNan = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
-  __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
-  __m256i isNan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));
-  return _mm256_blendv_epi8(rounded, quietNan, isNan);
+  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  return _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
 }
 
-// Unpacking against zero widens (a bf16 is the top half of an f32) and packing narrows;
-// both work within 128-bit lanes, so the pack undoes the unpack's order exactly.
+// floatToBf16's NaN case: the rounding above could carry a NaN into infinity (or the sign).
+COLL_AVX2 COLL_INLINE __m256i quietNans(__m256 f, __m256i rounded) {
+  __m256i quiet = _mm256_or_si256(_mm256_castps_si256(f), _mm256_set1_epi32(0x00400000));
+  return _mm256_blendv_epi8(rounded, quiet, _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
+}
+
+// A bf16 is the top half of an f32, so the even elements widen by a shift and the odd ones
+// by masking off their neighbour; narrowing puts each back in its half. NaNs are rare in
+// real data, so one test per 16 elements skips their fix-up.
 struct Bf16Codec {
-  static COLL_AVX2 COLL_INLINE void load(const uint16_t* p, __m256& lo, __m256& hi) {
+  static COLL_AVX2 COLL_INLINE void load(const uint16_t* p, __m256& even, __m256& odd) {
     __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), v));
-    hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), v));
+    even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+    odd = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(int32_t(0xffff0000u))));
   }
-  static COLL_AVX2 COLL_INLINE void store(uint16_t* p, __m256 lo, __m256 hi) {
-    __m256i packed = _mm256_packus_epi32(roundToBf16(lo), roundToBf16(hi));
+  static COLL_AVX2 COLL_INLINE void store(uint16_t* p, __m256 even, __m256 odd) {
+    __m256i roundedEven = roundToBf16High(even);
+    __m256i roundedOdd = roundToBf16High(odd);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(even, odd, _CMP_UNORD_Q)) != 0) [[unlikely]] {
+      roundedEven = quietNans(even, roundedEven);
+      roundedOdd = quietNans(odd, roundedOdd);
+    }
+    __m256i packed = _mm256_blend_epi16(_mm256_srli_epi32(roundedEven, 16), roundedOdd, 0xaa);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), packed);
   }
   static COLL_INLINE float toFloat(uint16_t h) { return bf16ToFloat(h); }

@@ -310,6 +310,41 @@ TEST(ReduceKernel, MinMaxKeepTheAccumulatorWhenNanIsInvolved) {
   }
 }
 
+// Hosts with and without AVX2 must agree on every bit, NaNs included, so the 16-bit paths
+// are checked exactly here: a NaN operand comes out quiet with its payload, and min/max
+// follow the accumulator rule. 37 elements cover the vector loop and its tail.
+TEST(ReduceKernel, HalfTypesQuietNansExactly) {
+  struct Case {
+    DataType type;
+    uint16_t one;  // 1.5
+    std::vector<uint16_t> nans;
+    uint16_t quietBit;
+  };
+  const Case cases[] = {
+      {DataType::f16, 0x3e00, {0x7c01, 0xfd00, 0x7e00, 0x7fff}, 0x0200},
+      {DataType::bf16, 0x3fc0, {0x7f81, 0xffa0, 0x7fc0, 0x7fff}, 0x0040},
+  };
+  constexpr size_t kCount = 37;
+  for (const Case& c : cases) {
+    for (ReduceOp op : kAllOps) {
+      std::vector<uint16_t> nanFirst(kCount), numberFirst(kCount), numbers(kCount, c.one);
+      for (size_t i = 0; i < kCount; ++i) nanFirst[i] = c.nans[i % c.nans.size()];
+      reduceInto(nanFirst.data(), numbers.data(), kCount, c.type, op);
+      numberFirst = numbers;
+      std::vector<uint16_t> nans(kCount);
+      for (size_t i = 0; i < kCount; ++i) nans[i] = c.nans[i % c.nans.size()];
+      reduceInto(numberFirst.data(), nans.data(), kCount, c.type, op);
+      bool minMax = op == ReduceOp::min || op == ReduceOp::max;
+      for (size_t i = 0; i < kCount; ++i) {
+        uint16_t quiet = nans[i] | c.quietBit;
+        EXPECT_EQ(nanFirst[i], quiet) << toString(c.type) << " " << toString(op) << " " << i;
+        EXPECT_EQ(numberFirst[i], minMax ? c.one : quiet)
+            << toString(c.type) << " " << toString(op) << " " << i;
+      }
+    }
+  }
+}
+
 TEST(ReduceKernel, IntegerSumAndProdWrap) {
   std::vector<int32_t> a = {std::numeric_limits<int32_t>::max(), -2, 1 << 20};
   std::vector<int32_t> b = {1, std::numeric_limits<int32_t>::min(), 1 << 12};

@@ -1,0 +1,90 @@
+#!/bin/bash
+# Side-by-side on a simulated cluster (4 hosts x 1 rank, shaped links): coll's all-reduce and
+# broadcast against torch.distributed gloo, Open MPI and iperf3, interleaved, several rounds,
+# medians. Needs root (network namespaces) and a build with bench programs.
+#
+# usage: bench/scripts/netcluster_compare.sh [--build DIR] [--rate 1gbit] [--rounds 3] [--size 256M]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=$here/build rate=1gbit rounds=3 size=256M
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --build) build=$(cd "$2" && pwd); shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --size) size=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+NC=${NETCLUSTER:-$here/../shared/tools/netcluster}
+prefix=ncc subnet=10.214.7 port=29600
+work=$(mktemp -d /tmp/coll-ncc.XXXXXX)
+cleanup() { "$NC" down --prefix $prefix >/dev/null 2>&1 || true; rm -rf "$work"; }
+trap cleanup EXIT
+"$NC" up 4 --rate "$rate" --prefix $prefix --subnet $subnet >/dev/null
+addr() { echo "$subnet.$(( $1 + 1 ))"; }
+
+# Runs "$@" on the 4 hosts with torch-style env; prints rank 0's output.
+run4() {
+  local pids=() k rc=0
+  port=$((port + 1))
+  for k in 0 1 2 3; do
+    timeout 600 "$NC" exec $prefix$k -- env RANK=$k WORLD_SIZE=4 MASTER_ADDR=$(addr 0) MASTER_PORT=$port \
+      COLL_JOB_SECRET=ncc-$port "$@" >"$work/out.$k" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${pids[@]}"; do wait "$k" || rc=$?; done
+  [[ $rc == 0 ]] || { echo "run failed ($rc): $*" >&2; cat "$work"/out.* >&2; return 1; }
+  cat "$work/out.0"
+}
+
+# Open MPI needs its daemons started inside the namespaces (netcluster rsh) and mpirun on h0.
+ompi() {
+  [[ -x $build/peers/mpi_perf_openmpi ]] || return 0
+  local hosts=$work/hosts agent=$work/rsh k
+  for k in 0 1 2 3; do echo "$(addr $k) slots=1"; done >"$hosts"
+  printf '#!/bin/bash\nh=$1; shift\nexec %s rsh %s$(( ${h##*.} - 1 )) "$@"\n' "$NC" $prefix >"$agent"
+  chmod +x "$agent"
+  timeout 600 "$NC" exec ${prefix}0 -- mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none -n 4 \
+    --hostfile "$hosts" --mca plm_rsh_agent "$agent" --mca btl tcp,self --mca btl_tcp_if_include eth0 \
+    --mca oob_tcp_if_include eth0 "$build/peers/mpi_perf_openmpi" "$@" 2>&1
+}
+
+bytes() { numfmt --from=iec "$1"; }
+row() { awk '$1 ~ /^[0-9]+$/' ; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+S=$(bytes "$size")
+declare -A results
+for r in $(seq "$rounds"); do
+  "$NC" exec ${prefix}1 -- timeout 20 iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+  sleep 0.5
+  iperf=$("$NC" exec ${prefix}0 -- iperf3 -c "$(addr 1)" -p 5201 -t 5 -J | /usr/bin/python3 -c \
+    'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e9)')
+  wait
+  results[iperf]+="$iperf "
+  # busbw from the out-of-place time (the table rounds busbw to 2 decimals)
+  results[coll_ar]+="$(run4 "$build/bin/all_reduce_perf" -b "$S" -e "$S" -n 3 -w 1 -c 1 | row | awk '{printf "%.4f", $1/$6/1e3*1.5}') "
+  results[gloo_ar]+="$(run4 /usr/bin/python3 "$here/bench/peers/torch_gloo_perf.py" -b "$S" -e "$S" -n 3 -w 1 | row | awk '{printf "%.4f", $1/$2/1e3*1.5}') "
+  results[coll_bc]+="$(run4 "$build/bin/broadcast_perf" -b "$S" -e "$S" -n 3 -w 1 -c 1 | row | awk '{printf "%.4f", $1/$6/1e3}') "
+  results[gloo_bc]+="$(run4 /usr/bin/python3 "$here/bench/peers/torch_gloo_perf.py" --op broadcast -b "$S" -e "$S" -n 3 -w 1 | row | awk '{printf "%.4f", $1/$2/1e3}') "
+  results[coll_lat]+="$(run4 "$build/bin/all_reduce_perf" -b 8 -e 8 -n 200 -w 20 -c 0 | row | awk '{print $6}') "
+  results[gloo_lat]+="$(run4 /usr/bin/python3 "$here/bench/peers/torch_gloo_perf.py" -b 8 -e 8 -n 200 -w 20 | row | awk '{print $2}') "
+  results[ompi_lat]+="$(ompi allreduce 8 8 2 200 20 | row | awk '{print $2}') "
+  echo "round $r done" >&2
+done
+
+med() { tr ' ' '\n' <<<"${results[$1]}" | grep . | median; }
+link=$(/usr/bin/python3 -c "import re;r='$rate';m=re.match(r'([0-9.]+)(k|m|g)bit',r);print(float(m[1])*{'k':1e3,'m':1e6,'g':1e9}[m[2]]/8e9)")
+echo "# netcluster 4 hosts x 1 rank at $rate (link rate $link GB/s), $rounds rounds, medians"
+printf '# iperf3 one stream h0 -> h1: %.4f GB/s\n' "$(med iperf)"
+printf '%-34s %10s %10s %8s\n' "measure" "coll" "peer" "ratio"
+ratio() { /usr/bin/python3 -c "print(f'{$1/$2:.3f}')"; }
+ca=$(med coll_ar) ga=$(med gloo_ar) cb=$(med coll_bc) gb=$(med gloo_bc)
+printf '%-34s %10s %10s %8s\n' "allreduce busbw $size (GB/s), gloo" "$ca" "$ga" "$(ratio "$ca" "$ga")"
+printf '%-34s %10s %10s %8s\n' "allreduce busbw / link rate" "$(ratio "$ca" "$link")" "$(ratio "$ga" "$link")" ""
+printf '%-34s %10s %10s %8s\n' "broadcast busbw $size (GB/s), gloo" "$cb" "$gb" "$(ratio "$cb" "$gb")"
+printf '%-34s %10s %10s %8s\n' "broadcast busbw / link rate" "$(ratio "$cb" "$link")" "$(ratio "$gb" "$link")" ""
+cl=$(med coll_lat) gl=$(med gloo_lat) ol=$(med ompi_lat)
+printf '%-34s %10s %10s %8s\n' "allreduce 8 B latency (us), gloo" "$cl" "$gl" "$(ratio "$cl" "$gl")"
+[[ -n $ol ]] && printf '%-34s %10s %10s %8s\n' "allreduce 8 B latency (us), Open MPI" "$cl" "$ol" "$(ratio "$cl" "$ol")"

@@ -1,0 +1,333 @@
+// Fault tests on forked ranks: a rank killed (SIGKILL) or frozen (SIGSTOP) in the middle of a
+// stream of all-reduces, a rank that aborts its communicator (mid-op and while idle), ranks
+// that disagree about the call (count, type, collective), and a rank holding the wrong job
+// secret. The invariant under test (DESIGN.md): no hang; every survivor fails with PeerLost,
+// Timeout (or Mismatch) within 2 x COLL_TIMEOUT, with a message that names the op and a peer,
+// and the error sticks (later ops fail at once).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <thread>
+
+#include "multirank/rank_runner.h"
+
+namespace coll::test {
+namespace {
+
+constexpr int kTimeoutSeconds = 10;
+
+// Forced, not defaulted: the bounds below are written against this timeout. Runs before main
+// and so before anything reads Config.
+const bool kEnvSet = [] {
+  ::setenv("COLL_TIMEOUT", "10", 1);
+  return true;
+}();
+
+constexpr int kFlagStickyChecked = 1;
+constexpr int kPhaseFailed = 2;
+
+// Every rank: all-reduce 4 MiB in a loop until an op fails; record that error, check that the
+// next op fails at once with the same cause, and that asyncError() reports it.
+void loopUntilFailure(Communicator& comm, Rank& self) {
+  std::vector<float> buf(1 << 20, 1.0f);
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    try {
+      comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, ReduceOp::max).wait();
+      self.slot->progress++;
+    } catch (const Error& e) {
+      recordError(e);
+      break;
+    }
+    RANK_CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60), "no op failed within 60 s");
+  }
+  try {
+    comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, ReduceOp::max).wait();
+    RANK_CHECK(false, "an all-reduce after the failure succeeded");
+  } catch (const Error& e) {
+    RANK_CHECK(std::strstr(e.what(), "already failed") != nullptr, "the next op failed differently: %s", e.what());
+  }
+  RANK_CHECK(comm.asyncError().has_value(), "asyncError() is empty after a failure");
+  self.slot->flags |= kFlagStickyChecked;
+  self.slot->phase = kPhaseFailed;
+}
+
+// The same, but the communicator stays alive (as in an application that catches the error and
+// goes on) until all but one rank have failed, or 1.5 x the timeout: only the library's own
+// reaction to the failure, not this process's exit, can then tell the peers.
+void loopUntilFailureThenLinger(Communicator& comm, Rank& self) {
+  loopUntilFailure(comm, self);
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500 * kTimeoutSeconds);
+  while (std::chrono::steady_clock::now() < end) {
+    int failed = 0;
+    for (int r = 0; r < self.size; ++r) failed += self.slots[r].phase.load() >= kPhaseFailed;
+    if (failed >= self.size - 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Waits (bounded) until every rank finished `ops` all-reduces.
+bool waitForProgress(RankSlot* slots, int n, int64_t ops) {
+  auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < limit) {
+    bool all = true;
+    for (int r = 0; r < n; ++r) all = all && slots[r].progress.load() >= ops;
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+void waitForPhase(RankSlot* slots, int n, int skip, int phase, std::chrono::seconds limit) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    bool all = true;
+    for (int r = 0; r < n; ++r) all = all && (r == skip || slots[r].phase.load() >= phase);
+    if (all) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// The survivors' verdict: each failed with PeerLost or Timeout within 2 x COLL_TIMEOUT of the
+// fault, naming the op and a peer.
+void expectSurvivorsFailedCleanly(const std::vector<RankOutcome>& outcomes, int victim, int64_t fault_ns) {
+  for (const RankOutcome& o : outcomes) {
+    if (o.rank == victim) continue;
+    SCOPED_TRACE(o.describe());
+    EXPECT_TRUE(o.exited && o.exit_code == 0);
+    auto code = static_cast<ErrorCode>(o.error_code);
+    EXPECT_TRUE(code == ErrorCode::PeerLost || code == ErrorCode::Timeout)
+        << "error code " << o.error_code << " (" << (o.error_code ? codeName(code) : "none") << ")";
+    double seconds = (o.error_time_ns - fault_ns) / 1e9;
+    EXPECT_GT(o.error_time_ns, fault_ns) << "failed before the fault";
+    EXPECT_LT(seconds, 2.0 * kTimeoutSeconds) << "took " << seconds << " s after the fault";
+    EXPECT_NE(o.message.find("allreduce #"), std::string::npos) << "the message does not name the op";
+    EXPECT_NE(o.message.find("peer "), std::string::npos) << "the message does not name a peer";
+    EXPECT_TRUE(o.flags & kFlagStickyChecked);
+    std::cout << "rank " << o.rank << " failed " << seconds << " s after the fault: " << o.message << "\n";
+  }
+}
+
+TEST(KillRank, SurvivorsFailWithinTwiceTheTimeout) {
+  const int n = 4, victim = 2;
+  int64_t kill_ns = 0;
+  RunOptions options;
+  options.deadline = std::chrono::seconds(75);
+  options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
+    if (!waitForProgress(slots, n, 3)) return;  // the runner's deadline and the checks below report it
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kill_ns = nowNs();
+    ::kill(pids[victim], SIGKILL);
+  };
+  auto outcomes = runRanks(n, loopUntilFailure, options);
+  ASSERT_NE(kill_ns, 0) << "the ranks never completed 3 all-reduces";
+  EXPECT_EQ(outcomes[victim].signal, SIGKILL) << outcomes[victim].describe();
+  expectSurvivorsFailedCleanly(outcomes, victim, kill_ns);
+}
+
+// A rank that notices the loss fails its communicator and closes its connections, so ranks
+// that are not neighbours of the dead one fail fast too, not at their own deadline.
+TEST(KillRank, FailureSpreadsWithoutWaitingForTheTimeout) {
+  const int n = 4, victim = 2;
+  int64_t kill_ns = 0;
+  RunOptions options;
+  options.deadline = std::chrono::seconds(75);
+  options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
+    if (!waitForProgress(slots, n, 3)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kill_ns = nowNs();
+    ::kill(pids[victim], SIGKILL);
+  };
+  auto outcomes = runRanks(n, loopUntilFailureThenLinger, options);
+  ASSERT_NE(kill_ns, 0) << "the ranks never completed 3 all-reduces";
+  expectSurvivorsFailedCleanly(outcomes, victim, kill_ns);
+  for (const RankOutcome& o : outcomes)
+    if (o.rank != victim) {
+      EXPECT_LT((o.error_time_ns - kill_ns) / 1e9, kTimeoutSeconds / 2.0)
+          << "rank " << o.rank << " learned of the loss only from its own deadline";
+    }
+}
+
+TEST(StopRank, SurvivorsFailWithinTwiceTheTimeout) {
+  const int n = 4, victim = 2;
+  int64_t stop_ns = 0;
+  RunOptions options;
+  options.deadline = std::chrono::seconds(75);
+  options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
+    if (!waitForProgress(slots, n, 3)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop_ns = nowNs();
+    ::kill(pids[victim], SIGSTOP);  // alive, connections open, silent
+    waitForPhase(slots, n, victim, kPhaseFailed, std::chrono::seconds(3 * kTimeoutSeconds));
+    ::kill(pids[victim], SIGKILL);
+  };
+  auto outcomes = runRanks(n, loopUntilFailure, options);
+  ASSERT_NE(stop_ns, 0) << "the ranks never completed 3 all-reduces";
+  expectSurvivorsFailedCleanly(outcomes, victim, stop_ns);
+}
+
+// A rank that aborts its communicator mid-op: abort() returns promptly, its own op fails, and
+// the peers fail fast (closed connections), long before their timeout.
+TEST(AbortRank, PeersFailFast) {
+  const int n = 3, aborter = 1;
+  auto outcomes = runRanks(n, [](Communicator& comm, Rank& self) {
+    if (self.rank != aborter) return loopUntilFailure(comm, self);
+    std::vector<float> buf(1 << 20, 1.0f);
+    for (int i = 0; i < 3; ++i) comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, ReduceOp::max).wait();
+    Work w = comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, ReduceOp::max);
+    self.slot->error_time_ns = nowNs();  // the fault time, for the parent
+    auto t0 = std::chrono::steady_clock::now();
+    comm.abort();
+    RANK_CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2), "abort() took more than 2 s");
+    comm.abort();  // idempotent
+    try {
+      w.wait();
+      RANK_CHECK(false, "the op in flight during abort() succeeded");
+    } catch (const Error& e) {
+      RANK_CHECK(e.code() == ErrorCode::PeerLost && std::strstr(e.what(), "aborted by the application"),
+                 "the op in flight failed with %s: %s", codeName(e.code()), e.what());
+    }
+    self.slot->phase = kPhaseFailed;
+  });
+  int64_t abort_ns = outcomes[aborter].error_time_ns;
+  ASSERT_TRUE(outcomes[aborter].exited && outcomes[aborter].exit_code == 0) << outcomes[aborter].describe();
+  expectSurvivorsFailedCleanly(outcomes, aborter, abort_ns);
+  for (const RankOutcome& o : outcomes)
+    if (o.rank != aborter) {
+      EXPECT_LT((o.error_time_ns - abort_ns) / 1e9, kTimeoutSeconds / 2.0) << "peers should fail fast, not time out";
+    }
+}
+
+// abort() on an idle communicator (no op running) must still close its connections, so peers
+// waiting in an op on it fail fast; the aborting rank keeps its communicator object (and the
+// process) alive meanwhile, so only abort() itself can have told them.
+TEST(AbortRank, WhileIdlePeersFailFast) {
+  const int n = 3, aborter = 1;
+  auto outcomes = runRanks(n, [](Communicator& comm, Rank& self) {
+    if (self.rank != aborter) return loopUntilFailure(comm, self);
+    std::vector<float> buf(1 << 20, 1.0f);
+    for (int i = 0; i < 3; ++i) comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, ReduceOp::max).wait();
+    self.slot->error_time_ns = nowNs();
+    comm.abort();
+    // Stay alive (communicator intact) until the peers noticed, or 1.5 x their timeout.
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500 * kTimeoutSeconds);
+    while (std::chrono::steady_clock::now() < end) {
+      bool all = true;
+      for (int r = 0; r < self.size; ++r) all = all && (r == aborter || self.slots[r].phase.load() >= kPhaseFailed);
+      if (all) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  int64_t abort_ns = outcomes[aborter].error_time_ns;
+  ASSERT_TRUE(outcomes[aborter].exited && outcomes[aborter].exit_code == 0) << outcomes[aborter].describe();
+  expectSurvivorsFailedCleanly(outcomes, aborter, abort_ns);
+  for (const RankOutcome& o : outcomes)
+    if (o.rank != aborter) {
+      EXPECT_LT((o.error_time_ns - abort_ns) / 1e9, kTimeoutSeconds / 2.0)
+          << "peers should fail fast after abort(), not at their timeout";
+    }
+}
+
+// Ranks that disagree about the call fail (Mismatch where a message header reveals it; the
+// others PeerLost or Timeout) instead of hanging or corrupting data.
+void expectMismatchCaught(const std::vector<RankOutcome>& outcomes, int64_t start_ns, const char* op) {
+  bool mismatch_seen = false;
+  for (const RankOutcome& o : outcomes) {
+    SCOPED_TRACE(o.describe());
+    EXPECT_TRUE(o.exited && o.exit_code == 0);
+    auto code = static_cast<ErrorCode>(o.error_code);
+    EXPECT_TRUE(code == ErrorCode::Mismatch || code == ErrorCode::PeerLost || code == ErrorCode::Timeout)
+        << "error code " << o.error_code;
+    mismatch_seen = mismatch_seen || code == ErrorCode::Mismatch;
+    EXPECT_LT((o.error_time_ns - start_ns) / 1e9, 2.0 * kTimeoutSeconds);
+    EXPECT_NE(o.message.find(op), std::string::npos) << "the message does not name the op";
+    std::cout << "rank " << o.rank << ": " << o.message << "\n";
+  }
+  EXPECT_TRUE(mismatch_seen) << "no rank reported Mismatch";
+}
+
+// Every rank runs `issue` once (each rank its own call) and records how it failed. A rank
+// may finish the mismatched op before anyone can tell (a broadcast root only sends); then
+// the peer that noticed has broken the communicator, and this rank's next op must fail.
+void mismatchBody(Communicator& comm, Rank& self, const std::function<Work(Communicator&, std::vector<char>&)>& issue) {
+  std::vector<char> buf(1 << 20, 1);
+  try {
+    issue(comm, buf).wait();
+  } catch (const Error& e) {
+    recordError(e);
+    return;
+  }
+  try {
+    comm.allreduce(buf.data(), buf.data(), 1, DataType::f32, ReduceOp::sum).wait();
+    RANK_CHECK(false, "the mismatched call and the next one both succeeded");
+  } catch (const Error& e) {
+    recordError(e);
+  }
+}
+
+TEST(Mismatch, DifferentCounts) {
+  int64_t start_ns = nowNs();
+  auto outcomes = runRanks(3, [](Communicator& comm, Rank& self) {
+    mismatchBody(comm, self, [&](Communicator& c, std::vector<char>& buf) {
+      size_t count = 50000 + static_cast<size_t>(self.rank) * 1000;  // each rank a different count
+      return c.allreduce(buf.data(), buf.data(), count, DataType::f32, ReduceOp::sum);
+    });
+  });
+  expectMismatchCaught(outcomes, start_ns, "allreduce #0");
+}
+
+TEST(Mismatch, DifferentTypes) {
+  int64_t start_ns = nowNs();
+  auto outcomes = runRanks(2, [](Communicator& comm, Rank& self) {
+    mismatchBody(comm, self, [&](Communicator& c, std::vector<char>& buf) {
+      return c.allreduce(buf.data(), buf.data(), 1000, self.rank == 0 ? DataType::f32 : DataType::f64,
+                         ReduceOp::sum);
+    });
+  });
+  expectMismatchCaught(outcomes, start_ns, "allreduce #0");
+}
+
+TEST(Mismatch, BroadcastAgainstAllreduce) {
+  int64_t start_ns = nowNs();
+  auto outcomes = runRanks(2, [](Communicator& comm, Rank& self) {
+    mismatchBody(comm, self, [&](Communicator& c, std::vector<char>& buf) {
+      if (self.rank == 0) return c.broadcast(buf.data(), buf.data(), 1000, DataType::f32, 0);
+      return c.allreduce(buf.data(), buf.data(), 1000, DataType::f32, ReduceOp::sum);
+    });
+  });
+  expectMismatchCaught(outcomes, start_ns, " #");
+}
+
+// A rank with the wrong job secret is refused by the store at once and cannot join; the
+// others give up on it within the timeout, naming it.
+TEST(WrongSecret, RankCannotJoin) {
+  const int n = 3, intruder = 2;
+  RunOptions options;
+  options.deadline = std::chrono::seconds(60);
+  std::string wrong = "0123456789abcdef0123456789abcdef";
+  options.secret_for = [&](int r) { return r == intruder ? wrong : std::string(); };
+  int64_t start_ns = nowNs();
+  auto outcomes = runRanks(n, [](Communicator&, Rank&) { RANK_CHECK(false, "init succeeded"); }, options);
+  for (const RankOutcome& o : outcomes) {
+    SCOPED_TRACE(o.describe());
+    EXPECT_TRUE(o.init_failed);
+    double seconds = (o.error_time_ns - start_ns) / 1e9;
+    EXPECT_LT(seconds, 2.0 * kTimeoutSeconds);
+    if (o.rank == intruder) {
+      EXPECT_LT(seconds, 5.0) << "the intruder should be refused at once";
+      EXPECT_NE(o.message.find("secret"), std::string::npos) << "the refusal should mention the secret";
+    } else {
+      EXPECT_EQ(static_cast<ErrorCode>(o.error_code), ErrorCode::Timeout);
+      EXPECT_NE(o.message.find("peer 2"), std::string::npos) << "should name the missing peer";
+    }
+    std::cout << "rank " << o.rank << " init failed after " << seconds << " s: " << o.message << "\n";
+  }
+}
+
+}  // namespace
+}  // namespace coll::test

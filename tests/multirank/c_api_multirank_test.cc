@@ -1,0 +1,104 @@
+// The NCCL-shaped C API across forked ranks, the way a framework uses it: the parent plays
+// rank 0's part of collGetUniqueId (it serves the store) and "ships" the id to the ranks by
+// fork; each rank calls collCommInitRank, runs collectives, and destroys or aborts.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "coll/coll.h"
+#include "multirank/rank_runner.h"
+
+namespace coll::test {
+namespace {
+
+#define C_CHECK(call)                                                                                  \
+  do {                                                                                                 \
+    collResult_t r_ = (call);                                                                          \
+    RANK_CHECK(r_ == collSuccess, "%s returned %d (%s): %s", #call, static_cast<int>(r_), collGetErrorString(r_), \
+               collGetLastError());                                                                    \
+  } while (0)
+
+class CApiRanks : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override { ASSERT_EQ(collGetUniqueId(&id_), collSuccess) << collGetLastError(); }
+  collUniqueId id_;
+};
+
+TEST_P(CApiRanks, InitCollectivesAsyncAndDestroy) {
+  const collUniqueId id = id_;
+  auto outcomes = runProcesses(GetParam(), [id](Rank& self, const std::string&, const std::string&) {
+    const int n = self.size, rank = self.rank;
+    collComm_t comm = nullptr;
+    C_CHECK(collCommInitRank(&comm, n, id, rank));
+    int count = -1, me = -1;
+    C_CHECK(collCommCount(comm, &count));
+    C_CHECK(collCommUserRank(comm, &me));
+    RANK_CHECK(count == n && me == rank, "count %d rank %d", count, me);
+
+    const size_t len = 3001;
+    std::vector<float> in(len), out(len, -1.0f);
+    for (size_t i = 0; i < len; ++i) in[i] = static_cast<float>((rank + 1) * (i % 7));
+    C_CHECK(collAllReduce(in.data(), out.data(), len, collFloat, collSum, comm, nullptr));
+    for (size_t i = 0; i < len; ++i)
+      RANK_CHECK(out[i] == static_cast<float>(n * (n + 1) / 2 * (i % 7)), "allreduce element %zu is %g", i, out[i]);
+
+    std::vector<int32_t> b(len, rank == n - 1 ? 77 : -1);
+    C_CHECK(collBroadcast(b.data(), b.data(), len, collInt32, n - 1, comm, nullptr));
+    for (size_t i = 0; i < len; ++i) RANK_CHECK(b[i] == 77, "broadcast element %zu is %d", i, b[i]);
+
+    // Three requests back to back; waiting on the last implies the others are done.
+    std::vector<int64_t> x(len, rank), y(len, rank), z(len, rank);
+    collRequest_t r1, r2, r3;
+    C_CHECK(collAllReduceAsync(x.data(), x.data(), len, collInt64, collMax, comm, &r1));
+    C_CHECK(collBroadcastAsync(y.data(), y.data(), len, collInt64, 0, comm, &r2));
+    C_CHECK(collAllReduceAsync(z.data(), z.data(), len, collInt64, collMin, comm, &r3));
+    C_CHECK(collRequestWait(r3, -1));
+    C_CHECK(collRequestTest(r1));
+    C_CHECK(collRequestTest(r2));
+    for (size_t i = 0; i < len; ++i)
+      RANK_CHECK(x[i] == n - 1 && y[i] == 0 && z[i] == 0, "async results %lld %lld %lld", static_cast<long long>(x[i]),
+                 static_cast<long long>(y[i]), static_cast<long long>(z[i]));
+    for (collRequest_t r : {r1, r2, r3}) C_CHECK(collRequestFree(r));
+
+    collResult_t async = collInternalError;
+    C_CHECK(collCommGetAsyncError(comm, &async));
+    RANK_CHECK(async == collSuccess, "async error %d: %s", static_cast<int>(async), collGetLastError());
+    C_CHECK(collCommDestroy(comm));
+  });
+  expectAllSucceeded(outcomes);
+}
+
+// One rank aborts after two all-reduces; the others' third all-reduce fails (PeerLost), with
+// collGetLastError naming the op, and collCommGetAsyncError reports it afterwards.
+TEST_P(CApiRanks, AbortMakesPeersFailWithPeerLost) {
+  const collUniqueId id = id_;
+  auto outcomes = runProcesses(GetParam(), [id](Rank& self, const std::string&, const std::string&) {
+    const int n = self.size, rank = self.rank;
+    const int aborter = n - 1;
+    collComm_t comm = nullptr;
+    C_CHECK(collCommInitRank(&comm, n, id, rank));
+    std::vector<float> buf(100000, 1.0f);
+    for (int k = 0; k < 2; ++k) C_CHECK(collAllReduce(buf.data(), buf.data(), buf.size(), collFloat, collMax, comm, nullptr));
+    if (rank == aborter) {
+      C_CHECK(collCommAbort(comm));
+      return;
+    }
+    collResult_t r = collAllReduce(buf.data(), buf.data(), buf.size(), collFloat, collMax, comm, nullptr);
+    std::string why = collGetLastError();
+    RANK_CHECK(r == collPeerLost || r == collTimeout, "third all-reduce returned %d: %s", static_cast<int>(r), why.c_str());
+    RANK_CHECK(why.find("allreduce #2") != std::string::npos, "the error does not name the op: %s", why.c_str());
+    collResult_t async = collSuccess;
+    C_CHECK(collCommGetAsyncError(comm, &async));
+    RANK_CHECK(async == r, "async error %d, the op returned %d", static_cast<int>(async), static_cast<int>(r));
+    C_CHECK(collCommDestroy(comm));
+  });
+  expectAllSucceeded(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSize, CApiRanks, ::testing::Values(2, 4),
+                         [](const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param); });
+
+}  // namespace
+}  // namespace coll::test
