@@ -5,7 +5,6 @@
 #include "algorithms/ring_allreduce.h"
 #include "core/executor.h"
 #include "core/log.h"
-#include "transport/socket/transport.h"
 
 namespace coll {
 
@@ -22,9 +21,13 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& config
     return invalidArgument("no job secret: set COLL_JOB_SECRET (collrun and collGetUniqueId make one)");
   setLogRank(options.rank);
   COLL_RETURN_IF_ERROR(impl->connectStore(options));
+  auto deadline = transport::Clock::now() + config.timeout;
+  COLL_RETURN_IF_ERROR(topology::exchangeHostIds(*impl->store_, impl->key_prefix_, impl->rank_, impl->size_,
+                                                 topology::localHostId(config.host_id), deadline, &impl->hosts_));
+  if (impl->local_rank_ < 0) impl->local_rank_ = impl->hosts_.local_rank;
   transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
                                impl->store_host_};
-  COLL_RETURN_IF_ERROR(transport::socket::createTransport(config, dir, &impl->transport_));
+  COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_));
   COLL_RETURN_IF_ERROR(impl->connectNeighbours());
   // Nobody leaves init before everybody is connected, so rank 0 may stop serving the store
   // without stranding a late rank.
@@ -51,8 +54,9 @@ Status CommunicatorImpl::connectNeighbours() {
   if (size_ == 1) return Status::ok();
   auto deadline = transport::Clock::now() + config_.timeout;
   transport::Connection* conn = nullptr;
-  COLL_RETURN_IF_ERROR(transport_->connect(algo::ring::left(rank_, size_), deadline, &conn));
-  return transport_->connect(algo::ring::right(rank_, size_), deadline, &conn);
+  transport::Transport* via = nullptr;
+  COLL_RETURN_IF_ERROR(transports_.connect(algo::ring::left(rank_, size_), deadline, &conn, &via));
+  return transports_.connect(algo::ring::right(rank_, size_), deadline, &conn, &via);
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
@@ -93,7 +97,7 @@ void CommunicatorImpl::progressLoop() {
         close_pending_ = false;
         lock.unlock();
         std::vector<transport::Completion> ignored;
-        (void)transport_->progress(&ignored, transport::Clock::now());
+        for (auto& t : transports_.owned) (void)t->progress(&ignored, transport::Clock::now());
         continue;
       }
       if (queue_.empty()) return;
@@ -140,10 +144,9 @@ Status CommunicatorImpl::execute(OpRequest& op, std::string* algorithm) {
   ctx.nranks = size_;
   ctx.tag = (op.work->sequence << 8) | static_cast<uint64_t>(op.kind);
   ctx.deadline = transport::Clock::now() + config_.timeout;
-  ctx.transport = transport_.get();
   ctx.scratch = &scratch_;
-  ctx.connect = [this, &ctx](int peer, transport::Connection** conn) {
-    return transport_->connect(peer, ctx.deadline, conn);
+  ctx.connect = [this, &ctx](int peer, transport::Connection** conn, transport::Transport** via) {
+    return transports_.connect(peer, ctx.deadline, conn, via);
   };
   return coll::execute(schedule, ctx);
 }
@@ -165,7 +168,7 @@ void CommunicatorImpl::fail(const Error& error) {
     if (!first_error_) first_error_ = error;
     pending.swap(queue_);
   }
-  transport_->abort(format("rank %d aborted after: %s", rank_, error.what()));
+  transports_.abort(format("rank %d aborted after: %s", rank_, error.what()));
   {
     // After abort(): the progress() this wakes must see the transport aborted.
     std::lock_guard<std::mutex> lock(mu_);
@@ -186,7 +189,8 @@ std::optional<Error> CommunicatorImpl::asyncError() const {
 }
 
 std::string CommunicatorImpl::describe() const {
-  return format("rank %d of %d, transport %s", rank_, size_, transport_ ? transport_->name() : "none");
+  return format("rank %d of %d (local rank %d of %d, %d host(s)): %s", rank_, size_, local_rank_, hosts_.local_size,
+                hosts_.num_hosts, transports_.summary(rank_).c_str());
 }
 
 }  // namespace coll

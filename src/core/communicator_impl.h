@@ -12,7 +12,8 @@
 #include "coll/communicator.h"
 #include "core/config.h"
 #include "core/op.h"
-#include "transport/transport.h"
+#include "topology/host_grouping.h"
+#include "transport/registry.h"
 
 namespace coll {
 
@@ -47,7 +48,8 @@ class CommunicatorImpl {
   std::string store_host_;
   std::unique_ptr<bootstrap::StoreServer> store_server_;
   std::unique_ptr<bootstrap::StoreClient> store_;
-  std::unique_ptr<transport::Transport> transport_;
+  topology::HostGrouping hosts_;
+  transport::TransportSet transports_;
   std::vector<char> scratch_;
 
   mutable std::mutex mu_;  // guards queue_, stopping_, first_error_, close_pending_

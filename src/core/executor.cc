@@ -1,5 +1,6 @@
 #include "core/executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -11,6 +12,9 @@ namespace {
 
 using algo::Step;
 using algo::StepKind;
+
+// How long one transport may block while another may also have work (see progress()).
+constexpr auto kMixedWaitSlice = std::chrono::microseconds(200);
 
 class Executor {
  public:
@@ -24,7 +28,7 @@ class Executor {
       COLL_RETURN_IF_ERROR(postReady());
       if (finished_ == s_.steps.size()) break;
       completions.clear();
-      Status st = ctx_.transport->progress(&completions, ctx_.deadline);
+      Status st = progress(&completions);
       for (const auto& c : completions) COLL_RETURN_IF_ERROR(onCompletion(c));
       if (!st) return withStep(st, firstPending());
       if (completions.empty() && transport::Clock::now() >= ctx_.deadline) return timeout();
@@ -45,10 +49,27 @@ class Executor {
       waiting_[i] = static_cast<uint32_t>(step.deps.size());
       for (uint32_t d : step.deps) dependents_[d].push_back(i);
       Queue& q = queueFor(step);
-      if (step.peer >= 0 && !q.conn) COLL_RETURN_IF_ERROR(ctx_.connect(step.peer, &q.conn));
+      if (step.peer >= 0 && !q.conn) {
+        transport::Transport* via = nullptr;
+        COLL_RETURN_IF_ERROR(ctx_.connect(step.peer, &q.conn, &via));
+        if (std::find(active_.begin(), active_.end(), via) == active_.end()) active_.push_back(via);
+      }
       q.steps.push_back(i);
     }
     if (ctx_.scratch->size() < s_.scratch_bytes) ctx_.scratch->resize(s_.scratch_bytes);
+    return Status::ok();
+  }
+
+  // One transport: block in it until the deadline. Several (shm to some peers, sockets to
+  // others): poll all, then wait in each in turn for a short slice, so neither starves.
+  Status progress(std::vector<transport::Completion>* out) {
+    if (active_.empty()) return internalError("schedule waits for data but has no peers");
+    if (active_.size() == 1) return active_[0]->progress(out, ctx_.deadline);
+    for (transport::Transport* t : active_) COLL_RETURN_IF_ERROR(t->progress(out, transport::Clock::now()));
+    for (transport::Transport* t : active_) {
+      if (!out->empty()) break;
+      COLL_RETURN_IF_ERROR(t->progress(out, std::min(ctx_.deadline, transport::Clock::now() + kMixedWaitSlice)));
+    }
     return Status::ok();
   }
 
@@ -155,6 +176,7 @@ class Executor {
   std::vector<bool> done_;
   size_t finished_ = 0;
   std::map<int, Queue> queues_;
+  std::vector<transport::Transport*> active_;  // transports this schedule's peers use
 };
 
 }  // namespace

@@ -20,9 +20,8 @@ struct ExecContext {
   int nranks = 1;
   uint64_t tag = 0;  // identifies the op on the wire (sequence number and kind)
   transport::Deadline deadline;
-  transport::Transport* transport = nullptr;
-  // Returns the connection to a peer, establishing it if needed.
-  std::function<Status(int peer, transport::Connection**)> connect;
+  // Returns the connection to a peer (establishing it if needed) and the transport to drive.
+  std::function<Status(int peer, transport::Connection**, transport::Transport**)> connect;
   std::vector<char>* scratch = nullptr;  // grown to schedule.scratch_bytes and reused
 };
 

@@ -1,0 +1,30 @@
+// Chooses, for every peer, the transport that reaches it best: shared memory for ranks on the
+// same host, sockets for the rest (later: cuda_ipc > shm > verbs > ucx > socket).
+// COLL_TRANSPORT forces one for every peer; forcing one that cannot reach a peer is an error
+// that names the peer. Every rank must create the transports (some set-ups are collective).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "topology/host_grouping.h"
+#include "transport/transport.h"
+
+namespace coll::transport {
+
+struct TransportSet {
+  std::vector<std::unique_ptr<Transport>> owned;
+  std::vector<Transport*> for_peer;  // indexed by rank; nullptr for this rank
+
+  // The connection to a peer through its transport.
+  Status connect(int peer, Deadline deadline, Connection** conn, Transport** via) const;
+  void abort(const std::string& reason);
+  std::string summary(int rank) const;  // "peers 1,2,3 via shm; peers 4,5 via socket"
+};
+
+Status createTransports(const Config& config, const PeerDirectory& directory,
+                        const topology::HostGrouping& hosts, TransportSet* out);
+
+}  // namespace coll::transport
