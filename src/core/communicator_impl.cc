@@ -1,8 +1,7 @@
 #include "core/communicator_impl.h"
 
-#include "algorithms/chain_broadcast.h"
+#include "algorithms/catalog.h"
 #include "algorithms/patterns/ring.h"
-#include "algorithms/ring_allreduce.h"
 #include "core/executor.h"
 #include "core/log.h"
 
@@ -20,6 +19,8 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& config
   if (impl->secret_.empty())
     return invalidArgument("no job secret: set COLL_JOB_SECRET (collrun and collGetUniqueId make one)");
   setLogRank(options.rank);
+  std::vector<topology::AlgoRule> rules;
+  COLL_RETURN_IF_ERROR(topology::parseAlgoOverride(config.algo, &rules));  // before anyone waits on us
   COLL_RETURN_IF_ERROR(impl->connectStore(options));
   auto deadline = transport::Clock::now() + config.timeout;
   COLL_RETURN_IF_ERROR(topology::exchangeHostIds(*impl->store_, impl->key_prefix_, impl->rank_, impl->size_,
@@ -28,6 +29,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& config
   transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
                                impl->store_host_};
   COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_));
+  impl->selector_ = std::make_unique<topology::Selector>(std::move(rules), impl->hosts_);
   COLL_RETURN_IF_ERROR(impl->connectNeighbours());
   // Nobody leaves init before everybody is connected, so rank 0 may stop serving the store
   // without stranding a late rank.
@@ -133,7 +135,8 @@ Status CommunicatorImpl::execute(OpRequest& op, std::string* algorithm) {
   p.root = op.root;
   p.slice_bytes = config_.slice_bytes;
   p.pipeline_depth = config_.pipeline_depth;
-  algo::Schedule schedule = op.kind == OpKind::allreduce ? algo::buildRingAllreduce(p) : algo::buildChainBroadcast(p);
+  auto collective = op.kind == OpKind::allreduce ? algo::Collective::allreduce : algo::Collective::broadcast;
+  algo::Schedule schedule = selector_->choose(collective, op.bytes()).algorithm->build(p);
   *algorithm = schedule.algorithm;
 
   ExecContext ctx;

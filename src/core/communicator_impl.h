@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/op.h"
 #include "topology/host_grouping.h"
+#include "topology/selector.h"
 #include "transport/registry.h"
 
 namespace coll {
@@ -49,6 +50,7 @@ class CommunicatorImpl {
   std::unique_ptr<bootstrap::StoreServer> store_server_;
   std::unique_ptr<bootstrap::StoreClient> store_;
   topology::HostGrouping hosts_;
+  std::unique_ptr<topology::Selector> selector_;  // progress thread only, after init
   transport::TransportSet transports_;
   std::vector<char> scratch_;
 

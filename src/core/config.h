@@ -22,6 +22,15 @@ struct Config {
   std::string algo;                            // COLL_ALGO: forced algorithm(s), e.g. "ring"
   std::string transport;                       // COLL_TRANSPORT: forced transport, e.g. "socket"
   std::string host_id;                         // COLL_HOST_ID: overrides host grouping
+  // Shared-memory transport (src/transport/shm/). Each rank's segment holds, per local peer, a
+  // ring of shm_nslots slots of shm_slot_bytes: 16 x 32 KiB = 512 KiB per peer, so 8 ranks on
+  // one host need 28 MiB of /dev/shm, under Docker's default 64 MB.
+  size_t shm_slot_bytes = 32 << 10;            // COLL_SHM_SLOT_BYTES: one slot of a ring
+  int shm_nslots = 16;                         // COLL_SHM_NSLOTS: slots per ring
+  // Messages of at least this many bytes are read straight from the sender's memory
+  // (process_vm_readv, one copy) instead of passing through the slots; 0 turns that off.
+  size_t shm_cma_threshold = 256 << 10;        // COLL_SHM_CMA_THRESHOLD
+  int shm_spin_us = 10;                        // COLL_SHM_SPIN: µs to poll before yielding/sleeping
 
   // Parses the environment. Malformed values are reported on stderr and the default is kept,
   // so a typo never silently changes behaviour without a word.

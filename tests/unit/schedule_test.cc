@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/catalog.h"
 #include "algorithms/chain_broadcast.h"
 #include "algorithms/patterns/ring.h"
 #include "algorithms/ring_allreduce.h"
@@ -119,6 +120,7 @@ struct SimConfig {
   int depth = 8;
   Mode mode = Mode::eager;
   uint64_t seed = 1;
+  std::string algorithm;  // empty: ring for all-reduce, chain for broadcast
 
   std::string describe() const {
     std::ostringstream o;
@@ -146,6 +148,10 @@ struct SimConfig {
 
 Schedule build(const SimConfig& c, int rank) {
   BuildParams p = c.params(rank);
+  if (!c.algorithm.empty()) {
+    auto coll = c.collective == Collective::allreduce ? algo::Collective::allreduce : algo::Collective::broadcast;
+    return findAlgorithm(coll, c.algorithm)->build(p);
+  }
   return c.collective == Collective::allreduce ? buildRingAllreduce(p) : buildChainBroadcast(p);
 }
 
@@ -643,6 +649,27 @@ TEST_P(Schedules, StaticShape) {
         if (st.kind == StepKind::recv) recv_bytes += st.bytes;
       EXPECT_EQ(recv_bytes, r == c.root ? 0 : count * c.elem_size) << "each non-root receives the buffer once";
     }
+}
+
+// Every algorithm in the catalogue, under both completion modes and several shapes.
+TEST_P(Schedules, EveryCatalogAlgorithm) {
+  const int n = GetParam();
+  uint64_t seed = 5000;
+  for (const AlgorithmInfo& a : catalog())
+    for (size_t count : countsFor(n))
+      for (size_t slice : {size_t{64}, size_t{512} << 10})
+        for (bool in_place : {false, true})
+          for (int root : {0, n - 1})
+            for (Mode mode : {Mode::eager, Mode::rendezvous}) {
+              SimConfig c;
+              c.collective = a.collective == algo::Collective::allreduce ? Collective::allreduce : Collective::broadcast;
+              c.algorithm = a.name;
+              c.n = n, c.count = count, c.elem_size = 4, c.slice_bytes = slice, c.depth = 2;
+              c.in_place = in_place, c.average = seed % 3 == 0, c.root = root, c.mode = mode, c.seed = seed++;
+              SCOPED_TRACE(std::string(toString(a.collective)) + ":" + a.name);
+              simulate(c);
+              if (HasFatalFailure()) return;
+            }
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSize, Schedules, ::testing::ValuesIn(kWorldSizes),

@@ -1,0 +1,28 @@
+#include "topology/selector.h"
+
+#include "core/log.h"
+
+namespace coll::topology {
+
+Choice Selector::choose(algo::Collective collective, size_t bytes) {
+  Choice c;
+  if (const AlgoRule* rule = matchRule(rules_, collective, bytes)) {
+    c.algorithm = algo::findAlgorithm(collective, rule->algorithm);
+    c.reason = "forced by COLL_ALGO rule '" + rule->text + "'";
+  } else if (hosts_.num_hosts == 1) {
+    // Every peer is equally close, so one hop beats n-1 hops and no link is oversubscribed.
+    c.algorithm = algo::findAlgorithm(collective, "direct");
+    c.reason = "all ranks on one host: one-hop direct exchange";
+  } else {
+    c.algorithm = algo::findAlgorithm(collective, collective == algo::Collective::allreduce ? "ring" : "chain");
+    c.reason = format("%d hosts: bandwidth-optimal pipelined %s", hosts_.num_hosts,
+                      collective == algo::Collective::allreduce ? "ring" : "chain");
+  }
+  std::string key = std::string(algo::toString(collective)) + "/" + c.algorithm->name + "/" + c.reason;
+  if (logged_.insert(key).second)
+    COLL_INFO("TUNE", "%s of %s -> %s (%s)", algo::toString(collective), formatBytes(bytes).c_str(),
+              c.algorithm->name, c.reason.c_str());
+  return c;
+}
+
+}  // namespace coll::topology

@@ -1,0 +1,34 @@
+// Chooses the algorithm for each (collective, size). Today: COLL_ALGO rules, else a fixed
+// rule per host layout (the α-β cost model of issue 4 replaces it). Every distinct choice is
+// logged once at INFO with its reason, so no selection is silent.
+#pragma once
+
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "algorithms/catalog.h"
+#include "topology/algo_override.h"
+#include "topology/host_grouping.h"
+
+namespace coll::topology {
+
+struct Choice {
+  const algo::AlgorithmInfo* algorithm = nullptr;
+  std::string reason;
+};
+
+class Selector {
+ public:
+  Selector(std::vector<AlgoRule> rules, const HostGrouping& hosts) : rules_(std::move(rules)), hosts_(hosts) {}
+
+  Choice choose(algo::Collective collective, size_t bytes);
+
+ private:
+  std::vector<AlgoRule> rules_;
+  HostGrouping hosts_;
+  std::set<std::string> logged_;
+};
+
+}  // namespace coll::topology
