@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -191,6 +192,7 @@ int64_t PerfRunner::checkOnce(const Row& row, bool inPlace) {
   barrier();  // every rank's input is in place before any op may read it
   OpBuffers b = buffers(row, inPlace, 0);
   wait(desc_.run(comm_, b.send, b.recv, row));
+  if (desc_.receives && !desc_.receives(row)) return 0;
 
   std::vector<double> cycle;
   if (desc_.periodicExpected) {
@@ -216,7 +218,7 @@ CellResult PerfRunner::measure(const Row& row, bool inPlace) {
   result.algBw = bytes > 0 ? bytes / 1e9 / seconds : 0;
   result.busBw = result.algBw * desc_.busBwFactor(row.nranks);
 
-  if (opts_.check > 0) {
+  if (opts_.check > 0 && !(inPlace && desc_.inPlace == CollDesc::InPlace::kUnchecked)) {
     int64_t local = 0;
     int64_t global = 0;
     for (int c = 0; c < opts_.check && global == 0; ++c) {
@@ -262,7 +264,14 @@ void PerfRunner::runCombination(DataType type, ReduceOp op, int root) {
     label.redop = desc_.hasOp ? ncclOpName(op) : "none";
     label.root = root;
     reporter_.beginRow(label);
-    for (bool inPlace : {false, true}) reporter_.printCell(label, inPlace, measure(row, inPlace));
+    for (bool inPlace : {false, true}) {
+      if (inPlace && desc_.inPlace == CollDesc::InPlace::kNone) {
+        double none = std::numeric_limits<double>::quiet_NaN();
+        reporter_.printCell(label, inPlace, CellResult{none, none, none, -1});
+        continue;
+      }
+      reporter_.printCell(label, inPlace, measure(row, inPlace));
+    }
     reporter_.endRow();
   }
 }

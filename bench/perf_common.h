@@ -57,6 +57,17 @@ struct CollDesc {
   // fails the check instead of passing by luck.
   std::function<bool(const Row& row)> sends;
 
+  // Whether this rank's receive buffer is written at all (reduce, gather: on the root only);
+  // unset means always. nccl-tests expects an unwritten buffer to be left as it was; here it
+  // is simply not checked.
+  std::function<bool(const Row& row)> receives;
+
+  // The in-place column. nccl-tests times in-place alltoall and sendrecv but does not check
+  // them (reportErrors = 0): kUnchecked does the same, printing "N/A" errors. kNone: coll has
+  // no in-place form (all-to-all refuses send == recv), so every in-place value is "N/A".
+  enum class InPlace { kChecked, kUnchecked, kNone };
+  InPlace inPlace = InPlace::kChecked;
+
   // What element `index` of this rank's receive buffer must hold after a checked op.
   // row.pattern->value(r, i) gives rank r's input, row.pattern->reduced(i) their reduction.
   std::function<double(const Row& row, size_t index)> expected;

@@ -131,9 +131,10 @@ void Reporter::printCell(const RowLabel& row, bool inPlace, const CellResult& re
   } else {
     std::snprintf(wrong, sizeof wrong, "%g", static_cast<double>(result.wrong));
   }
-  std::fprintf(out_, kCellColumns, formatFixedWidth(result.timeUs, 7).c_str(),
-               formatFixedWidth(result.algBw, 6).c_str(), formatFixedWidth(result.busBw, 6).c_str(),
-               wrong);
+  // NaN: not measured (a placement the collective does not have).
+  auto number = [](double v, int width) { return std::isnan(v) ? std::string("N/A") : formatFixedWidth(v, width); };
+  std::fprintf(out_, kCellColumns, number(result.timeUs, 7).c_str(), number(result.algBw, 6).c_str(),
+               number(result.busBw, 6).c_str(), wrong);
   std::fflush(out_);
   writeJsonLine(row, inPlace, result);
 }

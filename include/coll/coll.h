@@ -64,6 +64,36 @@ collResult_t collAllReduce(const void* sendbuff, void* recvbuff, size_t count,
 collResult_t collBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            collDataType_t datatype, int root, collComm_t comm,
                            collStream_t stream);
+/* Counts follow NCCL: collAllGather and collGather take the count each rank sends,
+ * collReduceScatter and collScatter the count each rank receives, collAlltoAll the count
+ * exchanged with each peer (send and receive hold nranks times that). In place as in NCCL:
+ * allgather/gather (root) sendbuff == recvbuff + rank * sendcount; reducescatter/scatter (root)
+ * recvbuff == sendbuff + rank * recvcount; reduce sendbuff == recvbuff. collAlltoAll in place
+ * is collInvalidArgument. recvbuff of collReduce and collGather and sendbuff of collScatter
+ * are used on the root only (NULL elsewhere is fine). */
+collResult_t collReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
+                        collRedOp_t op, int root, collComm_t comm, collStream_t stream);
+collResult_t collAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           collDataType_t datatype, collComm_t comm, collStream_t stream);
+collResult_t collReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               collDataType_t datatype, collRedOp_t op, collComm_t comm,
+                               collStream_t stream);
+/* NCCL (2.28+) spells it ncclAlltoAll. */
+collResult_t collAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          collDataType_t datatype, collComm_t comm, collStream_t stream);
+collResult_t collGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                        collDataType_t datatype, int root, collComm_t comm, collStream_t stream);
+collResult_t collScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                         collDataType_t datatype, int root, collComm_t comm, collStream_t stream);
+/* Point-to-point, matched in issue order per pair and direction. Ops run one at a time in
+ * issue order, and a blocking collSend returns once its data left: two ranks that both send
+ * before they receive need messages small enough for the transport to buffer. */
+collResult_t collSend(const void* sendbuff, size_t count, collDataType_t datatype, int peer,
+                      collComm_t comm, collStream_t stream);
+collResult_t collRecv(void* recvbuff, size_t count, collDataType_t datatype, int peer,
+                      collComm_t comm, collStream_t stream);
+/* Returns once every rank has called it. */
+collResult_t collBarrier(collComm_t comm, collStream_t stream);
 
 /* Asynchronous forms: the op runs on the communicator's progress thread. */
 collResult_t collAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,

@@ -52,6 +52,33 @@ class Communicator {
   // recv = root's send on every rank. send is read on the root only; send == recv is in-place.
   Work broadcast(const void* send, void* recv, size_t count, DataType type, int root);
 
+  // recv = op over all ranks of send, on the root only (recv is ignored elsewhere and may be null).
+  Work reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root);
+
+  // recv (size * sendcount elements) = every rank's send, in rank order. In place:
+  // send == recv + rank * sendcount.
+  Work allgather(const void* send, void* recv, size_t sendcount, DataType type);
+
+  // recv (recvcount elements) = chunk `rank` of the reduction of every rank's send (size *
+  // recvcount elements). In place: recv == send + rank * recvcount.
+  Work reduceScatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op);
+
+  // Chunk p of send (count elements each) goes to rank p; chunk p of recv comes from rank p.
+  Work alltoall(const void* send, void* recv, size_t count, DataType type);
+
+  // The root's recv (size * sendcount) = every rank's send, in rank order.
+  Work gather(const void* send, void* recv, size_t sendcount, DataType type, int root);
+
+  // recv (recvcount) = chunk `rank` of the root's send (size * recvcount).
+  Work scatter(const void* send, void* recv, size_t recvcount, DataType type, int root);
+
+  // Point-to-point, matched in issue order per pair of ranks (pipeline parallelism).
+  Work send(const void* buf, size_t count, DataType type, int peer);
+  Work recv(void* buf, size_t count, DataType type, int peer);
+
+  // Completes once every rank has called it.
+  Work barrier();
+
   // Fails every queued and running op with PeerLost ("aborted by the application"), closes
   // every connection so peers fail fast too, and returns in bounded time. Idempotent.
   void abort();

@@ -2,11 +2,34 @@
 
 #include "algorithms/chain_broadcast.h"
 #include "algorithms/direct_allreduce.h"
+#include "algorithms/direct_collectives.h"
+#include "algorithms/ring_collectives.h"
 #include "algorithms/ring_allreduce.h"
 
 namespace coll::algo {
 
-const char* toString(Collective c) { return c == Collective::allreduce ? "allreduce" : "broadcast"; }
+const char* toString(Collective c) {
+  switch (c) {
+    case Collective::allreduce: return "allreduce";
+    case Collective::broadcast: return "broadcast";
+    case Collective::reduce: return "reduce";
+    case Collective::allgather: return "allgather";
+    case Collective::reducescatter: return "reducescatter";
+    case Collective::alltoall: return "alltoall";
+    case Collective::gather: return "gather";
+    case Collective::scatter: return "scatter";
+  }
+  return "?";
+}
+
+bool parseCollective(const std::string& name, Collective* out) {
+  for (Collective c : kAllCollectives)
+    if (name == toString(c)) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
 
 const std::vector<AlgorithmInfo>& catalog() {
   static const std::vector<AlgorithmInfo> algorithms = {
@@ -14,6 +37,12 @@ const std::vector<AlgorithmInfo>& catalog() {
       {Collective::allreduce, "direct", buildDirectAllreduce},
       {Collective::broadcast, "chain", buildChainBroadcast},
       {Collective::broadcast, "direct", buildDirectBroadcast},
+      {Collective::reduce, "ring", buildRingReduce},
+      {Collective::allgather, "ring", buildRingAllgather},
+      {Collective::reducescatter, "ring", buildRingReduceScatter},
+      {Collective::alltoall, "direct", buildDirectAlltoall},
+      {Collective::gather, "direct", buildDirectGather},
+      {Collective::scatter, "direct", buildDirectScatter},
   };
   return algorithms;
 }
@@ -21,6 +50,12 @@ const std::vector<AlgorithmInfo>& catalog() {
 const AlgorithmInfo* findAlgorithm(Collective collective, const std::string& name) {
   for (const AlgorithmInfo& a : catalog())
     if (a.collective == collective && name == a.name) return &a;
+  return nullptr;
+}
+
+const AlgorithmInfo* firstAlgorithm(Collective collective) {
+  for (const AlgorithmInfo& a : catalog())
+    if (a.collective == collective) return &a;
   return nullptr;
 }
 

@@ -9,9 +9,13 @@
 
 namespace coll::algo {
 
-enum class Collective { allreduce, broadcast };
+enum class Collective { allreduce, broadcast, reduce, allgather, reducescatter, alltoall, gather, scatter };
+inline constexpr Collective kAllCollectives[] = {Collective::allreduce, Collective::broadcast, Collective::reduce,
+                                                Collective::allgather, Collective::reducescatter, Collective::alltoall,
+                                                Collective::gather, Collective::scatter};
 
 const char* toString(Collective c);
+bool parseCollective(const std::string& name, Collective* out);
 
 using Builder = Schedule (*)(const BuildParams&);
 
@@ -25,6 +29,9 @@ const std::vector<AlgorithmInfo>& catalog();
 
 // nullptr when the collective has no algorithm of that name.
 const AlgorithmInfo* findAlgorithm(Collective collective, const std::string& name);
+
+// The first algorithm listed for the collective (every collective has at least one).
+const AlgorithmInfo* firstAlgorithm(Collective collective);
 
 // "ring, direct" for error messages.
 std::string algorithmNames(Collective collective);

@@ -82,6 +82,17 @@ collResult_t finishBlocking(coll::Work work) {
   return collSuccess;
 }
 
+// The blocking form: no stream (a CUDA build's business), then issue the op and wait for it.
+template <typename Issue>
+collResult_t blocking(const char* name, collComm_t comm, collStream_t stream, Issue&& issue) {
+  if (stream) return failWith(collUnsupported, std::string(name) + ": CUDA streams need a CUDA build of coll");
+  if (collResult_t r = checkComm(comm, name); r != collSuccess) return r;
+  return guarded([&] { return finishBlocking(issue(*comm->comm)); });
+}
+
+coll::DataType dataType(collDataType_t t) { return static_cast<coll::DataType>(t); }
+coll::ReduceOp reduceOp(collRedOp_t op) { return static_cast<coll::ReduceOp>(op); }
+
 }  // namespace
 
 extern "C" {
@@ -219,6 +230,59 @@ collResult_t collBroadcast(const void* send, void* recv, size_t count, collDataT
   return guarded([&] {
     return finishBlocking(comm->comm->broadcast(send, recv, count, static_cast<coll::DataType>(type), root));
   });
+}
+
+collResult_t collReduce(const void* send, void* recv, size_t count, collDataType_t type, collRedOp_t op, int root,
+                        collComm_t comm, collStream_t stream) {
+  return blocking("collReduce", comm, stream, [&](coll::Communicator& c) {
+    return c.reduce(send, recv, count, dataType(type), reduceOp(op), root);
+  });
+}
+
+collResult_t collAllGather(const void* send, void* recv, size_t sendcount, collDataType_t type, collComm_t comm,
+                           collStream_t stream) {
+  return blocking("collAllGather", comm, stream,
+                  [&](coll::Communicator& c) { return c.allgather(send, recv, sendcount, dataType(type)); });
+}
+
+collResult_t collReduceScatter(const void* send, void* recv, size_t recvcount, collDataType_t type, collRedOp_t op,
+                               collComm_t comm, collStream_t stream) {
+  return blocking("collReduceScatter", comm, stream, [&](coll::Communicator& c) {
+    return c.reduceScatter(send, recv, recvcount, dataType(type), reduceOp(op));
+  });
+}
+
+collResult_t collAlltoAll(const void* send, void* recv, size_t count, collDataType_t type, collComm_t comm,
+                          collStream_t stream) {
+  return blocking("collAlltoAll", comm, stream,
+                  [&](coll::Communicator& c) { return c.alltoall(send, recv, count, dataType(type)); });
+}
+
+collResult_t collGather(const void* send, void* recv, size_t sendcount, collDataType_t type, int root,
+                        collComm_t comm, collStream_t stream) {
+  return blocking("collGather", comm, stream,
+                  [&](coll::Communicator& c) { return c.gather(send, recv, sendcount, dataType(type), root); });
+}
+
+collResult_t collScatter(const void* send, void* recv, size_t recvcount, collDataType_t type, int root,
+                         collComm_t comm, collStream_t stream) {
+  return blocking("collScatter", comm, stream,
+                  [&](coll::Communicator& c) { return c.scatter(send, recv, recvcount, dataType(type), root); });
+}
+
+collResult_t collSend(const void* send, size_t count, collDataType_t type, int peer, collComm_t comm,
+                      collStream_t stream) {
+  return blocking("collSend", comm, stream,
+                  [&](coll::Communicator& c) { return c.send(send, count, dataType(type), peer); });
+}
+
+collResult_t collRecv(void* recv, size_t count, collDataType_t type, int peer, collComm_t comm, collStream_t stream) {
+  return blocking("collRecv", comm, stream,
+                  [&](coll::Communicator& c) { return c.recv(recv, count, dataType(type), peer); });
+}
+
+collResult_t collBarrier(collComm_t comm, collStream_t stream) {
+  return blocking("collBarrier", comm, stream, [](coll::Communicator& c) { return c.barrier(); });
 }
 
 collResult_t collRequestTest(collRequest_t request) {

@@ -63,6 +63,48 @@ Work Communicator::broadcast(const void* send, void* recv, size_t count, DataTyp
   return impl_->enqueue(std::move(r));
 }
 
+namespace {
+OpRequest request(OpKind kind, const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root) {
+  OpRequest r;
+  r.kind = kind;
+  r.input = send;
+  r.output = recv;
+  r.count = count;
+  r.type = type;
+  r.op = op;
+  r.root = root;
+  return r;
+}
+}  // namespace
+
+Work Communicator::reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root) {
+  return impl_->enqueue(request(OpKind::reduce, send, recv, count, type, op, root));
+}
+Work Communicator::allgather(const void* send, void* recv, size_t sendcount, DataType type) {
+  return impl_->enqueue(request(OpKind::allgather, send, recv, sendcount, type, ReduceOp::sum, -1));
+}
+Work Communicator::reduceScatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op) {
+  return impl_->enqueue(request(OpKind::reducescatter, send, recv, recvcount, type, op, -1));
+}
+Work Communicator::alltoall(const void* send, void* recv, size_t count, DataType type) {
+  return impl_->enqueue(request(OpKind::alltoall, send, recv, count, type, ReduceOp::sum, -1));
+}
+Work Communicator::gather(const void* send, void* recv, size_t sendcount, DataType type, int root) {
+  return impl_->enqueue(request(OpKind::gather, send, recv, sendcount, type, ReduceOp::sum, root));
+}
+Work Communicator::scatter(const void* send, void* recv, size_t recvcount, DataType type, int root) {
+  return impl_->enqueue(request(OpKind::scatter, send, recv, recvcount, type, ReduceOp::sum, root));
+}
+Work Communicator::send(const void* buf, size_t count, DataType type, int peer) {
+  return impl_->enqueue(request(OpKind::send, buf, nullptr, count, type, ReduceOp::sum, peer));
+}
+Work Communicator::recv(void* buf, size_t count, DataType type, int peer) {
+  return impl_->enqueue(request(OpKind::recv, nullptr, buf, count, type, ReduceOp::sum, peer));
+}
+Work Communicator::barrier() {
+  return impl_->enqueue(request(OpKind::barrier, nullptr, nullptr, 0, DataType::u8, ReduceOp::max, -1));
+}
+
 void Communicator::abort() { impl_->abort("aborted by the application"); }
 
 std::optional<Error> Communicator::asyncError() const { return impl_->asyncError(); }

@@ -1,9 +1,13 @@
 #include "core/communicator_impl.h"
 
+#include <cstring>
+
 #include "algorithms/catalog.h"
+#include "algorithms/direct_collectives.h"
 #include "algorithms/patterns/ring.h"
 #include "core/executor.h"
 #include "core/log.h"
+#include "core/spin_wait.h"
 
 namespace coll {
 
@@ -76,11 +80,17 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   op.work = std::make_shared<detail::WorkState>();
   op.work->sequence = next_sequence_++;
   op.work->op_name = toString(op.kind);
+  // Collectives are numbered per communicator; point-to-point per peer and direction, since
+  // only the two ranks involved count it (pipeline stages issue different numbers of them) and
+  // my n-th send to p meets p's n-th receive from me, whatever else either of us exchanged.
+  op.wire_sequence = isPointToPoint(op.kind) ? p2p_sequence_[2 * op.root + (op.kind == OpKind::send ? 1 : 0)]++
+                                             : collective_sequence_++;
   Work work(op.work);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) throw Error(ErrorCode::InvalidArgument, "communicator is being destroyed");
     queue_.push_back(std::move(op));
+    queued_.fetch_add(1, std::memory_order_release);
   }
   queue_cv_.notify_one();
   return work;
@@ -90,6 +100,7 @@ void CommunicatorImpl::progressLoop() {
   for (;;) {
     OpRequest op;
     std::optional<Error> failed;
+    spinUntil([&] { return queued_.load(std::memory_order_acquire) > 0; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       queue_cv_.wait(lock, [&] { return stopping_ || close_pending_ || !queue_.empty(); });
@@ -105,6 +116,7 @@ void CommunicatorImpl::progressLoop() {
       if (queue_.empty()) return;
       op = std::move(queue_.front());
       queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
       failed = first_error_;
     }
     if (failed) {
@@ -124,28 +136,60 @@ void CommunicatorImpl::progressLoop() {
   }
 }
 
-Status CommunicatorImpl::execute(OpRequest& op, std::string* algorithm) {
+// Maps the op onto a schedule's two buffers (workspace where the user's buffer is not the
+// place to reduce in), builds the schedule the selector picks, and runs it.
+Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm) {
+  // A send and the receive it meets carry the same tag: both sides tag point-to-point "send".
+  const OpKind wire_kind = isPointToPoint(issued.kind) ? OpKind::send : issued.kind;
+  const uint64_t tag = (issued.wire_sequence << 8) | static_cast<uint64_t>(wire_kind);
+  OpRequest op = issued;
+  if (op.kind == OpKind::barrier) {  // a 1-byte all-reduce: nobody leaves before all arrived
+    op.kind = OpKind::allreduce;
+    op.input = op.output = barrier_byte_;
+    op.count = 1;
+    op.type = DataType::u8;
+    op.op = ReduceOp::max;
+  }
   algo::BuildParams p;
   p.rank = rank_;
   p.nranks = size_;
-  p.count = op.count;
   p.elem_size = sizeOf(op.type);
-  p.in_place = op.input == op.output;
   p.average = op.op == ReduceOp::avg;
   p.root = op.root;
   p.slice_bytes = config_.slice_bytes;
   p.pipeline_depth = config_.pipeline_depth;
-  auto collective = op.kind == OpKind::allreduce ? algo::Collective::allreduce : algo::Collective::broadcast;
-  algo::Schedule schedule = selector_->choose(collective, op.bytes()).algorithm->build(p);
+  OpPlan plan;
+  algo::Schedule schedule;
+  if (isPointToPoint(op.kind)) {
+    plan.input = op.input;
+    plan.output = op.output;
+    p.count = op.count;
+    schedule = op.kind == OpKind::send ? algo::buildSend(p) : algo::buildRecv(p);
+  } else {
+    plan = planOp(op, rank_, size_);
+    if (!plan.output) {
+      if (workspace_.size() < plan.workspace_bytes) workspace_.resize(plan.workspace_bytes);
+      plan.output = workspace_.data();
+    }
+    p.count = plan.total_count;
+    p.in_place = plan.in_place;
+    schedule = selector_->choose(plan.collective, op.bytes()).algorithm->build(p);
+  }
   *algorithm = schedule.algorithm;
+  COLL_RETURN_IF_ERROR(run(schedule, op, tag, plan.input, plan.output));
+  if (plan.result_destination) std::memcpy(plan.result_destination, workspace_.data() + plan.result_offset, plan.result_bytes);
+  return Status::ok();
+}
 
+Status CommunicatorImpl::run(const algo::Schedule& schedule, const OpRequest& op, uint64_t tag, const void* input,
+                             void* output) {
   ExecContext ctx;
-  ctx.input = op.input;
-  ctx.output = op.output;
+  ctx.input = input;
+  ctx.output = output;
   ctx.type = op.type;
   ctx.op = op.op;
   ctx.nranks = size_;
-  ctx.tag = (op.work->sequence << 8) | static_cast<uint64_t>(op.kind);
+  ctx.tag = tag;
   ctx.deadline = transport::Clock::now() + config_.timeout;
   ctx.scratch = &scratch_;
   ctx.connect = [this, &ctx](int peer, transport::Connection** conn, transport::Transport** via) {
@@ -158,7 +202,8 @@ std::string CommunicatorImpl::opLabel(const OpRequest& op, const std::string& al
   std::string label = format("%s #%llu (", toString(op.kind), static_cast<unsigned long long>(op.work->sequence));
   if (!algorithm.empty()) label += algorithm + ", ";
   label += formatBytes(op.bytes());
-  if (op.kind == OpKind::broadcast) label += format(", root %d", op.root);
+  if (isPointToPoint(op.kind)) label += format(", peer %d", op.root);
+  else if (op.root >= 0) label += format(", root %d", op.root);
   return label + format(") on rank %d", rank_);
 }
 
@@ -170,6 +215,7 @@ void CommunicatorImpl::fail(const Error& error) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!first_error_) first_error_ = error;
     pending.swap(queue_);
+    queued_.store(0, std::memory_order_relaxed);
   }
   transports_.abort(format("rank %d aborted after: %s", rank_, error.what()));
   {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -38,7 +39,8 @@ class CommunicatorImpl {
   Status connectStore(const CommOptions& options);
   Status connectNeighbours();
   void progressLoop();
-  Status execute(OpRequest& op, std::string* algorithm);
+  Status execute(const OpRequest& op, std::string* algorithm);
+  Status run(const algo::Schedule& schedule, const OpRequest& op, uint64_t tag, const void* input, void* output);
   void fail(const Error& error);
   std::string opLabel(const OpRequest& op, const std::string& algorithm) const;
 
@@ -52,15 +54,20 @@ class CommunicatorImpl {
   topology::HostGrouping hosts_;
   std::unique_ptr<topology::Selector> selector_;  // progress thread only, after init
   transport::TransportSet transports_;
-  std::vector<char> scratch_;
+  std::vector<char> scratch_;    // received slices awaiting reduction (progress thread)
+  std::vector<char> workspace_;  // reductions whose result is not the user's buffer
+  uint8_t barrier_byte_[1] = {0};
 
   mutable std::mutex mu_;  // guards queue_, stopping_, first_error_, close_pending_
   std::condition_variable queue_cv_;
   std::deque<OpRequest> queue_;
+  std::atomic<size_t> queued_{0};  // queue_.size(), for the progress thread's spin
   bool stopping_ = false;
   bool close_pending_ = false;  // fail() ran: the progress thread must close the connections
   std::optional<Error> first_error_;
-  uint64_t next_sequence_ = 0;  // issuing thread only
+  uint64_t next_sequence_ = 0;  // issuing thread only, like the two below
+  uint64_t collective_sequence_ = 0;
+  std::map<int, uint64_t> p2p_sequence_;  // key 2 * peer + (1 for sends, 0 for receives)
   std::thread thread_;
 };
 

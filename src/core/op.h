@@ -1,18 +1,25 @@
-// One collective call as the progress thread sees it.
+// One call as the progress thread sees it, and how its user buffers map onto a schedule.
+// Counts follow NCCL: all-gather and gather take the per-rank send count, reduce-scatter and
+// scatter the per-rank receive count, all-to-all the count exchanged with each peer.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
+#include "algorithms/catalog.h"
 #include "coll/types.h"
 #include "core/status.h"
 #include "core/work_state.h"
 
 namespace coll {
 
-enum class OpKind : uint8_t { allreduce = 1, broadcast = 2 };
+enum class OpKind : uint8_t {
+  allreduce = 1, broadcast, reduce, allgather, reducescatter, alltoall, gather, scatter, send, recv, barrier
+};
 
 const char* toString(OpKind kind);
+bool isPointToPoint(OpKind kind);
 
 struct OpRequest {
   OpKind kind = OpKind::allreduce;
@@ -21,14 +28,31 @@ struct OpRequest {
   size_t count = 0;
   DataType type = DataType::f32;
   ReduceOp op = ReduceOp::sum;
-  int root = -1;
+  int root = -1;                // rooted collectives; the peer for send/recv
+  uint64_t wire_sequence = 0;   // in the message tag: per communicator, or per peer for p2p
   std::shared_ptr<detail::WorkState> work;
 
   size_t bytes() const { return count * sizeOf(type); }
 };
 
 // Refuses bad input before anything is sent: null buffers with count > 0, unknown type or
-// op, a root out of range, a byte size that overflows, partially overlapping buffers.
+// op, a root or peer out of range, a size that overflows, partially overlapping buffers.
 Status validate(const OpRequest& op, int rank, int nranks);
+
+// The op mapped onto the executor's two buffers.
+struct OpPlan {
+  algo::Collective collective = algo::Collective::allreduce;  // unused for p2p
+  size_t total_count = 0;        // elements of the schedule's buffer (n chunks where chunked)
+  bool in_place = false;
+  const void* input = nullptr;   // already shifted: the schedule addresses input + offset
+  void* output = nullptr;        // likewise; nullptr: use a workspace of workspace_bytes
+  size_t workspace_bytes = 0;
+  size_t result_offset = 0;      // where the result lies in the workspace ...
+  void* result_destination = nullptr;  // ... and where to copy it when done
+  size_t result_bytes = 0;
+};
+
+// Requires validate() to have passed.
+OpPlan planOp(const OpRequest& op, int rank, int nranks);
 
 }  // namespace coll

@@ -1,5 +1,6 @@
 #include "coll/work.h"
 
+#include "core/spin_wait.h"
 #include "core/work_state.h"
 
 namespace coll {
@@ -15,6 +16,7 @@ bool Work::test() const {
 
 void Work::wait() const {
   if (!state_) throw kInvalidWork;
+  spinUntil([&] { return state_->finished.load(std::memory_order_acquire); });
   std::unique_lock<std::mutex> lock(state_->mu);
   // No deadline here on purpose: the progress thread completes every op by its own deadline
   // (COLL_TIMEOUT from when it starts), so this wait is bounded by the ops queued before it.

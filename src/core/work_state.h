@@ -1,6 +1,7 @@
 // The shared state behind a coll::Work handle. Completed exactly once, by the progress thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -19,6 +20,7 @@ struct WorkState {
   std::condition_variable cv;
   bool done = false;
   std::optional<Error> error;
+  std::atomic<bool> finished{false};  // mirrors done, for waiters that spin before locking
 
   void complete(std::optional<Error> e) {
     {
@@ -27,6 +29,7 @@ struct WorkState {
       done = true;
       error = std::move(e);
     }
+    finished.store(true, std::memory_order_release);
     cv.notify_all();
   }
 };

@@ -34,8 +34,8 @@ bool parseSize(const std::string& s, size_t* out) {
 }
 
 std::optional<algo::Collective> parseCollective(const std::string& s) {
-  if (s == "allreduce") return algo::Collective::allreduce;
-  if (s == "broadcast") return algo::Collective::broadcast;
+  algo::Collective c;
+  if (algo::parseCollective(s, &c)) return c;
   return std::nullopt;
 }
 
@@ -46,20 +46,22 @@ Status parseRule(const std::string& text, AlgoRule* rule) {
   rule->algorithm = f.back();
   if (f.size() >= 2) {
     rule->collective = parseCollective(f[0]);
-    if (!rule->collective) return invalidArgument("COLL_ALGO rule '" + text + "': unknown collective '" + f[0] + "' (allreduce, broadcast)");
+    if (!rule->collective) return invalidArgument("COLL_ALGO rule '" + text + "': unknown collective '" + f[0] + "' (allreduce, broadcast, reduce, allgather, reducescatter, alltoall, gather, scatter)");
   }
   if (f.size() == 3) {
     std::vector<std::string> range = split(f[1], '-');
     if (range.size() != 2 || !parseSize(range[0], &rule->lo) || !parseSize(range[1], &rule->hi) || rule->lo >= rule->hi)
       return invalidArgument("COLL_ALGO rule '" + text + "': bad size range '" + f[1] + "' (e.g. 0-64K, 64K-inf)");
   }
-  for (algo::Collective c : {algo::Collective::allreduce, algo::Collective::broadcast}) {
+  for (algo::Collective c : algo::kAllCollectives) {
     if (rule->collective && *rule->collective != c) continue;
     if (algo::findAlgorithm(c, rule->algorithm)) return Status::ok();
   }
-  std::string valid = rule->collective ? algo::algorithmNames(*rule->collective)
-                                       : "allreduce: " + algo::algorithmNames(algo::Collective::allreduce) +
-                                             "; broadcast: " + algo::algorithmNames(algo::Collective::broadcast);
+  std::string valid;
+  for (algo::Collective c : algo::kAllCollectives) {
+    if (rule->collective && *rule->collective != c) continue;
+    valid += (valid.empty() ? "" : "; ") + std::string(algo::toString(c)) + ": " + algo::algorithmNames(c);
+  }
   return invalidArgument("COLL_ALGO rule '" + text + "': unknown algorithm '" + rule->algorithm + "' (" + valid + ")");
 }
 

@@ -9,6 +9,9 @@ Choice Selector::choose(algo::Collective collective, size_t bytes) {
   if (const AlgoRule* rule = matchRule(rules_, collective, bytes)) {
     c.algorithm = algo::findAlgorithm(collective, rule->algorithm);
     c.reason = "forced by COLL_ALGO rule '" + rule->text + "'";
+  } else if (collective != algo::Collective::allreduce && collective != algo::Collective::broadcast) {
+    c.algorithm = algo::firstAlgorithm(collective);
+    c.reason = "the only algorithm implemented for it";
   } else if (hosts_.num_hosts == 1) {
     // Every peer is equally close, so one hop beats n-1 hops and no link is oversubscribed.
     c.algorithm = algo::findAlgorithm(collective, "direct");

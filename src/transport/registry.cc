@@ -3,6 +3,7 @@
 #include <map>
 
 #include "core/log.h"
+#include "transport/shm/transport.h"
 #include "transport/socket/transport.h"
 
 namespace coll::transport {
@@ -33,13 +34,24 @@ std::string TransportSet::summary(int rank) const {
 Status createTransports(const Config& config, const PeerDirectory& directory, const topology::HostGrouping& hosts,
                         TransportSet* out) {
   const std::string& forced = config.transport;
-  if (!forced.empty() && forced != "socket")
-    return invalidArgument(format("COLL_TRANSPORT=%s: this build knows only 'socket'", forced.c_str()));
-  std::unique_ptr<Transport> socket;
+  if (!forced.empty() && forced != "socket" && forced != "shm")
+    return invalidArgument(format("COLL_TRANSPORT=%s: unknown transport (socket, shm)", forced.c_str()));
+  std::unique_ptr<Transport> socket, shm;
   COLL_RETURN_IF_ERROR(socket::createTransport(config, directory, &socket));
-  out->for_peer.assign(directory.size, socket.get());
-  out->for_peer[directory.rank] = nullptr;
+  // Collective: every rank takes part, with or without local peers (COLL_TRANSPORT must then
+  // be the same on every rank).
+  if (forced != "socket") COLL_RETURN_IF_ERROR(shm::createTransport(config, directory, hosts.local_peers, &shm));
+  out->for_peer.assign(directory.size, nullptr);
+  for (int peer = 0; peer < directory.size; ++peer) {
+    if (peer == directory.rank) continue;
+    bool local = hosts.host_of_rank[peer] == hosts.host_of_rank[directory.rank];
+    if (forced == "shm" && !local)
+      return unsupportedError(format("COLL_TRANSPORT=shm, but peer %d is on another host (%s)", peer,
+                                     hosts.host_of_rank[peer].c_str()));
+    out->for_peer[peer] = local && shm ? shm.get() : socket.get();
+  }
   out->owned.push_back(std::move(socket));
+  if (shm) out->owned.push_back(std::move(shm));
   COLL_INFO("NET", "transports: %s", out->summary(directory.rank).c_str());
   return Status::ok();
 }

@@ -1,5 +1,6 @@
 // Chooses, for every peer, the transport that reaches it best: shared memory for ranks on the
-// same host, sockets for the rest (later: cuda_ipc > shm > verbs > ucx > socket).
+// same host (by host grouping: hostname + boot id), sockets for the rest (later: cuda_ipc >
+// shm > verbs > ucx > socket).
 // COLL_TRANSPORT forces one for every peer; forcing one that cannot reach a peer is an error
 // that names the peer. Every rank must create the transports (some set-ups are collective).
 #pragma once

@@ -97,6 +97,69 @@ TEST_P(CApiRanks, AbortMakesPeersFailWithPeerLost) {
   expectAllSucceeded(outcomes);
 }
 
+// Every other collective through the C API, blocking, with NCCL's counts: values that name
+// their source rank and index, so a misplaced chunk fails.
+TEST_P(CApiRanks, EveryOtherCollectiveBlocking) {
+  const collUniqueId id = id_;
+  auto outcomes = runProcesses(GetParam(), [id](Rank& self, const std::string&, const std::string&) {
+    const int n = self.size, rank = self.rank, root = n - 1;
+    collComm_t comm = nullptr;
+    C_CHECK(collCommInitRank(&comm, n, id, rank));
+    const size_t per = 1001;
+    auto v = [](int r, size_t i) { return static_cast<int32_t>(r * 100000 + static_cast<int>(i)); };
+
+    std::vector<int32_t> mine(per), all(per * n, -1), chunks(per * n), got(per, -1);
+    for (size_t i = 0; i < per; ++i) mine[i] = v(rank, i);
+    for (size_t i = 0; i < per * n; ++i) chunks[i] = v(rank, i);
+
+    C_CHECK(collReduce(mine.data(), rank == root ? got.data() : nullptr, per, collInt32, collMax, root, comm, nullptr));
+    if (rank == root)
+      for (size_t i = 0; i < per; ++i) RANK_CHECK(got[i] == v(n - 1, i), "reduce element %zu is %d", i, got[i]);
+
+    C_CHECK(collAllGather(mine.data(), all.data(), per, collInt32, comm, nullptr));
+    for (size_t i = 0; i < per * n; ++i)
+      RANK_CHECK(all[i] == v(static_cast<int>(i / per), i % per), "allgather element %zu is %d", i, all[i]);
+
+    C_CHECK(collReduceScatter(chunks.data(), got.data(), per, collInt32, collMin, comm, nullptr));
+    for (size_t i = 0; i < per; ++i)
+      RANK_CHECK(got[i] == v(0, rank * per + i), "reducescatter element %zu is %d", i, got[i]);
+
+    std::vector<int32_t> a2a(per * n, -1);
+    C_CHECK(collAlltoAll(chunks.data(), a2a.data(), per, collInt32, comm, nullptr));
+    for (size_t i = 0; i < per * n; ++i)
+      RANK_CHECK(a2a[i] == v(static_cast<int>(i / per), rank * per + i % per), "alltoall element %zu is %d", i, a2a[i]);
+
+    std::fill(all.begin(), all.end(), -1);
+    C_CHECK(collGather(mine.data(), rank == root ? all.data() : nullptr, per, collInt32, root, comm, nullptr));
+    if (rank == root)
+      for (size_t i = 0; i < per * n; ++i)
+        RANK_CHECK(all[i] == v(static_cast<int>(i / per), i % per), "gather element %zu is %d", i, all[i]);
+
+    C_CHECK(collScatter(rank == 0 ? chunks.data() : nullptr, got.data(), per, collInt32, 0, comm, nullptr));
+    for (size_t i = 0; i < per; ++i) RANK_CHECK(got[i] == v(0, rank * per + i), "scatter element %zu is %d", i, got[i]);
+
+    // A line 0 -> 1 -> ... -> n-1: blocking sends never wait on each other in a cycle.
+    std::vector<int32_t> msg(per, -1);
+    if (rank > 0) C_CHECK(collRecv(msg.data(), per, collInt32, rank - 1, comm, nullptr));
+    if (rank < n - 1) C_CHECK(collSend(mine.data(), per, collInt32, rank + 1, comm, nullptr));
+    if (rank > 0)
+      for (size_t i = 0; i < per; ++i) RANK_CHECK(msg[i] == v(rank - 1, i), "recv element %zu is %d", i, msg[i]);
+    C_CHECK(collBarrier(comm, nullptr));
+
+    int stream = 0;
+    RANK_CHECK(collBarrier(comm, &stream) == collUnsupported, "a stream must be refused");
+    RANK_CHECK(collAlltoAll(a2a.data(), a2a.data(), per, collInt32, comm, nullptr) == collInvalidArgument,
+               "in-place all-to-all must be refused");
+    RANK_CHECK(collSend(mine.data(), per, collInt32, rank, comm, nullptr) == collInvalidArgument,
+               "a send to oneself must be refused");
+    RANK_CHECK(collRecv(msg.data(), per, collInt32, n, comm, nullptr) == collInvalidArgument,
+               "a peer out of range must be refused");
+    C_CHECK(collBarrier(comm, nullptr));
+    C_CHECK(collCommDestroy(comm));
+  });
+  expectAllSucceeded(outcomes);
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSize, CApiRanks, ::testing::Values(2, 4),
                          [](const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param); });
 

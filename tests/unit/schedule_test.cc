@@ -2,6 +2,12 @@
 // executor relies on (schedule.h), and an in-memory interpreter that runs every rank's
 // schedule against the others and compares the results with a closed formula.
 //
+// Every collective in the catalogue has its reference semantics here, with the buffer
+// conventions the communicator maps user buffers onto (src/core/op.cc, planOp): which part of
+// each rank's input holds data, which part of its output it may touch at all (e.g. a non-root's
+// gather output is an empty workspace), which ranks are in place, and what each rank's output
+// must hold afterwards.
+//
 // The interpreter is deliberately more adversarial than the socket transport: it posts steps
 // exactly as the executor does (queue heads per peer and direction, once their deps are done;
 // local steps at once), then picks at random among everything that could happen next: a send
@@ -24,6 +30,7 @@
 
 #include "algorithms/catalog.h"
 #include "algorithms/chain_broadcast.h"
+#include "algorithms/direct_collectives.h"
 #include "algorithms/patterns/ring.h"
 #include "algorithms/ring_allreduce.h"
 #include "algorithms/schedule.h"
@@ -105,8 +112,16 @@ TEST(RingArithmetic, ReduceScatterAndAllGatherChunksLineUp) {
 // ---------------------------------------------------------------------------------------
 // The interpreter
 
-enum class Collective { allreduce, broadcast };
 enum class Mode { eager, rendezvous };
+
+bool reduces(Collective c) {
+  return c == Collective::allreduce || c == Collective::reduce || c == Collective::reducescatter;
+}
+// Collectives whose schedule buffer is n chunks of the user's count, chunk c being rank c's.
+bool chunked(Collective c) {
+  return c == Collective::allgather || c == Collective::reducescatter || c == Collective::alltoall ||
+         c == Collective::gather || c == Collective::scatter;
+}
 
 struct SimConfig {
   Collective collective = Collective::allreduce;
@@ -120,11 +135,43 @@ struct SimConfig {
   int depth = 8;
   Mode mode = Mode::eager;
   uint64_t seed = 1;
-  std::string algorithm;  // empty: ring for all-reduce, chain for broadcast
+  std::string algorithm;  // empty: ring for all-reduce, chain for broadcast, else the first listed
+
+  // As planOp decides: rooted collectives are in place on the root only, reduce-scatter
+  // reduces in a workspace, and all-to-all has no in-place form.
+  bool inPlace(int rank) const {
+    switch (collective) {
+      case Collective::reduce: case Collective::gather: case Collective::scatter: return in_place && rank == root;
+      case Collective::reducescatter: case Collective::alltoall: return false;
+      default: return in_place;
+    }
+  }
+
+  // Byte ranges [first, second) of the schedule's buffers that hold the user's memory.
+  std::pair<size_t, size_t> chunkBytes(int rank) const {
+    ring::Chunk ch = ring::chunk(count, n, rank);
+    return {ch.first * elem_size, (ch.first + ch.count) * elem_size};
+  }
+  std::pair<size_t, size_t> inputRange(int rank) const {
+    const std::pair<size_t, size_t> all{0, count * elem_size}, none{0, 0};
+    switch (collective) {
+      case Collective::broadcast: case Collective::scatter: return rank == root ? all : none;
+      case Collective::allgather: case Collective::gather: return chunkBytes(rank);
+      default: return all;
+    }
+  }
+  std::pair<size_t, size_t> outputRange(int rank) const {
+    const std::pair<size_t, size_t> all{0, count * elem_size}, none{0, 0};
+    switch (collective) {
+      case Collective::gather: return rank == root ? all : none;
+      case Collective::scatter: return inPlace(rank) ? all : chunkBytes(rank);
+      default: return all;
+    }
+  }
 
   std::string describe() const {
     std::ostringstream o;
-    o << (collective == Collective::allreduce ? "allreduce" : "broadcast") << " n=" << n << " count=" << count
+    o << toString(collective) << (algorithm.empty() ? "" : ":" + algorithm) << " n=" << n << " count=" << count
       << " elem=" << elem_size << (in_place ? " in-place" : " out-of-place") << (average ? " avg" : "")
       << " root=" << root << " slice=" << slice_bytes << " depth=" << depth
       << (mode == Mode::eager ? " eager" : " rendezvous") << " seed=" << seed;
@@ -148,11 +195,11 @@ struct SimConfig {
 
 Schedule build(const SimConfig& c, int rank) {
   BuildParams p = c.params(rank);
-  if (!c.algorithm.empty()) {
-    auto coll = c.collective == Collective::allreduce ? algo::Collective::allreduce : algo::Collective::broadcast;
-    return findAlgorithm(coll, c.algorithm)->build(p);
-  }
-  return c.collective == Collective::allreduce ? buildRingAllreduce(p) : buildChainBroadcast(p);
+  p.in_place = c.inPlace(rank);
+  if (!c.algorithm.empty()) return findAlgorithm(c.collective, c.algorithm)->build(p);
+  if (c.collective == Collective::allreduce) return buildRingAllreduce(p);
+  if (c.collective == Collective::broadcast) return buildChainBroadcast(p);
+  return firstAlgorithm(c.collective)->build(p);
 }
 
 // Element i of rank r's input, `width` bytes wide (little-endian, wraps).
@@ -187,10 +234,9 @@ class Simulation {
       st.input.assign(bytes, 0xEE);
       st.output.assign(bytes, 0xDD);
       st.scratch.assign(st.s.scratch_bytes, 0xCC);
-      bool has_data = c.collective == Collective::allreduce || r == c.root;
-      if (has_data)
-        for (size_t i = 0; i < c.count; ++i) putElem(st.input, i * c.elem_size, c.elem_size, inputElement(r, i));
-      if (c.in_place) st.output = st.input;  // in-place: one buffer, and it holds the input
+      auto [lo, hi] = c.inputRange(r);  // the user's send buffer; the rest stays garbage
+      for (size_t b = lo; b < hi; b += c.elem_size) putElem(st.input, b, c.elem_size, inputElement(r, b / c.elem_size));
+      if (c.inPlace(r)) st.output = st.input;  // in-place: one buffer, and it holds the input
     }
   }
 
@@ -259,7 +305,25 @@ class Simulation {
   int dst(int ch) const { return ch % c_.n; }
 
   std::vector<uint8_t>& buffer(int r, BufferId id) {
-    return (id == BufferId::output || c_.in_place) ? ranks_[r].output : ranks_[r].input;
+    return (id == BufferId::output || c_.inPlace(r)) ? ranks_[r].output : ranks_[r].input;
+  }
+
+  // A step may touch the input only inside the user's send buffer and the output only inside
+  // the receive buffer (or workspace): elsewhere the executor's pointers lead to foreign memory.
+  std::string checkAccess(int r, uint32_t i) const {
+    const Step& step = ranks_[r].s.steps[i];
+    const bool reads_input = step.kind == StepKind::copy ||
+                             ((step.kind == StepKind::send || step.kind == StepKind::recvReduce) &&
+                              step.source == BufferId::input);
+    const bool touches_output = step.kind != StepKind::send || step.source == BufferId::output;
+    auto inside = [&](std::pair<size_t, size_t> range) {
+      return step.offset >= range.first && step.offset + step.bytes <= range.second;
+    };
+    if (c_.inPlace(r)) return inside(c_.outputRange(r)) ? "" : where(r, i) + " runs outside the user's buffer";
+    if (reads_input && !inside(c_.inputRange(r))) return where(r, i) + " reads input outside the user's send buffer";
+    if (touches_output && !inside(c_.outputRange(r)))
+      return where(r, i) + " touches output outside the user's receive buffer";
+    return "";
   }
 
   std::string where(int r, uint32_t i) const {
@@ -290,8 +354,9 @@ class Simulation {
       if (step.offset + step.bytes > total) return where(r, i) + " runs past the buffer";
       if (step.kind == StepKind::recvReduce && step.scratch_offset + step.bytes > st.s.scratch_bytes)
         return where(r, i) + " runs past the scratch space (" + std::to_string(st.s.scratch_bytes) + " B)";
-      if (step.kind == StepKind::recvReduce && c_.collective != Collective::allreduce)
-        return where(r, i) + ": a broadcast reduces";
+      if (step.kind == StepKind::recvReduce && !reduces(c_.collective))
+        return where(r, i) + ": " + toString(c_.collective) + " reduces";
+      if (std::string err = checkAccess(r, i); !err.empty()) return err;
       if (step.kind == StepKind::divide && !c_.average) return where(r, i) + ": divide without avg";
       bool sending = step.kind == StepKind::send;
       int key = step.peer < 0 ? -1 : step.peer * 2 + (sending ? 1 : 0);
@@ -354,7 +419,7 @@ class Simulation {
         break;
       }
       case StepKind::copy:
-        if (!c_.in_place)
+        if (!c_.inPlace(r))
           std::memcpy(ranks_[r].output.data() + step.offset, ranks_[r].input.data() + step.offset, step.bytes);
         finish(r, i);
         break;
@@ -434,18 +499,39 @@ class Simulation {
     return o.str();
   }
 
+  // Element i reduced over every rank (sum, wrapping at the element width; avg divides).
+  uint64_t reduced(size_t i) const {
+    uint64_t sum = 0;
+    for (int r = 0; r < c_.n; ++r) sum += inputElement(r, i);
+    sum &= widthMask(c_.elem_size);
+    return c_.average ? sum / static_cast<uint64_t>(c_.n) : sum;
+  }
+
+  // What rank r's output element i must hold; false if the collective leaves it undefined.
+  bool expected(int r, size_t i, uint64_t* want) const {
+    const int n = c_.n;
+    const size_t per = n ? c_.count / static_cast<size_t>(n) : 0;  // chunked: equal chunks
+    const int c = chunked(c_.collective) && per ? static_cast<int>(i / per) : 0;
+    const uint64_t mask = widthMask(c_.elem_size);
+    switch (c_.collective) {
+      case Collective::allreduce: *want = reduced(i); return true;
+      case Collective::broadcast: *want = inputElement(c_.root, i) & mask; return true;
+      case Collective::reduce: *want = reduced(i); return r == c_.root;
+      case Collective::allgather: *want = inputElement(c, i) & mask; return true;
+      case Collective::reducescatter: *want = reduced(i); return c == r;
+      case Collective::alltoall: *want = inputElement(c, r * per + i % per) & mask; return true;
+      case Collective::gather: *want = inputElement(c, i) & mask; return r == c_.root;
+      case Collective::scatter: *want = inputElement(c_.root, i) & mask; return c == r;
+    }
+    return false;
+  }
+
   std::string checkResults() {
     const size_t es = c_.elem_size;
     for (size_t i = 0; i < c_.count; ++i) {
-      uint64_t want = 0;
-      if (c_.collective == Collective::broadcast) {
-        want = inputElement(c_.root, i) & widthMask(es);
-      } else {
-        for (int r = 0; r < c_.n; ++r) want += inputElement(r, i);
-        want &= widthMask(es);
-        if (c_.average) want /= static_cast<uint64_t>(c_.n);
-      }
       for (int r = 0; r < c_.n; ++r) {
+        uint64_t want = 0;
+        if (!expected(r, i, &want)) continue;
         uint64_t got = getElem(ranks_[r].output, i * es, es);
         if (got != want) {
           std::ostringstream o;
@@ -549,12 +635,65 @@ TEST(Interpreter, NoticesBrokenSchedules) {
   EXPECT_NE(r.find("later step"), std::string::npos) << r;
 }
 
-constexpr int kWorldSizes[] = {1, 2, 3, 4, 5, 7, 8};
+// The reference semantics of the other collectives have teeth too.
+TEST(Interpreter, NoticesBrokenSchedulesOfOtherCollectives) {
+  SimConfig c;
+  c.n = 4, c.count = 4 * 131, c.elem_size = 4, c.slice_bytes = 64, c.depth = 1, c.in_place = false;
+  for (Collective collective : {Collective::reduce, Collective::allgather, Collective::reducescatter,
+                                Collective::alltoall, Collective::gather, Collective::scatter}) {
+    c.collective = collective;
+    ASSERT_EQ(runMutated(c, {}, 3), "") << toString(collective) << ": the unbroken schedule must pass";
+  }
+  // Forwarding a partial reduction before it is complete.
+  c.collective = Collective::reducescatter;
+  EXPECT_NE(runMutated(c, [](int, Schedule& s) { dropDeps(s, StepKind::send); }, 20), "");
+  // Sending the root a chunk before its average is taken.
+  c.collective = Collective::reduce, c.average = true, c.root = 2;
+  EXPECT_NE(runMutated(c, [](int, Schedule& s) { dropDeps(s, StepKind::send); }, 20), "");
+  c.average = false;
+  // All-gather forwarding other ranks' chunks from the input, where only its own chunk lies.
+  c.collective = Collective::allgather;
+  std::string r = runMutated(c, [](int rank, Schedule& s) {
+    if (rank == 1)
+      for (Step& st : s.steps)
+        if (st.kind == StepKind::send) st.source = BufferId::input;
+  }, 1);
+  EXPECT_NE(r.find("reads input outside the user's send buffer"), std::string::npos) << r;
+  // A gather non-root reading its (empty) output.
+  c.collective = Collective::gather, c.root = 0;
+  r = runMutated(c, [](int rank, Schedule& s) {
+    if (rank == 2) s.steps[0].source = BufferId::output;
+  }, 1);
+  EXPECT_NE(r.find("touches output outside the user's receive buffer"), std::string::npos) << r;
+  // The scatter root forgetting its own chunk.
+  c.collective = Collective::scatter, c.root = 3;
+  r = runMutated(c, [](int rank, Schedule& s) {
+    if (rank == 3) std::erase_if(s.steps, [](const Step& st) { return st.kind == StepKind::copy; });
+  }, 1);
+  EXPECT_NE(r.find("rank 3 element"), std::string::npos) << r;
+  // All-to-all delivering chunks to the wrong place.
+  c.collective = Collective::alltoall;
+  r = runMutated(c, [](int rank, Schedule& s) {
+    if (rank != 1) return;
+    for (Step& st : s.steps)
+      if (st.kind == StepKind::send) st.offset = (st.offset + 131 * 4) % (4 * 131 * 4);
+  }, 1);
+  EXPECT_NE(r, "");
+}
+
+constexpr int kWorldSizes[] = {1, 2, 3, 4, 5, 6, 7, 8};
 
 class Schedules : public ::testing::TestWithParam<int> {};
 
 // Counts: 0, 1, fewer than ranks, a prime, and one that spans many slices of every size used.
-std::vector<size_t> countsFor(int n) {
+// Chunked collectives (all-gather, reduce-scatter, all-to-all, gather, scatter): n times
+// per-rank counts 0, 1, a prime and one that spans many slices.
+std::vector<size_t> countsFor(int n, Collective collective = Collective::allreduce) {
+  if (chunked(collective)) {
+    std::vector<size_t> counts;
+    for (size_t per : {0, 1, 131, 523}) counts.push_back(per * static_cast<size_t>(n));
+    return counts;
+  }
   std::vector<size_t> counts = {0, 1, 1009, 4099};
   if (n > 2) counts.push_back(static_cast<size_t>(n - 1));
   return counts;
@@ -656,13 +795,13 @@ TEST_P(Schedules, EveryCatalogAlgorithm) {
   const int n = GetParam();
   uint64_t seed = 5000;
   for (const AlgorithmInfo& a : catalog())
-    for (size_t count : countsFor(n))
+    for (size_t count : countsFor(n, a.collective))
       for (size_t slice : {size_t{64}, size_t{512} << 10})
         for (bool in_place : {false, true})
           for (int root : {0, n - 1})
             for (Mode mode : {Mode::eager, Mode::rendezvous}) {
               SimConfig c;
-              c.collective = a.collective == algo::Collective::allreduce ? Collective::allreduce : Collective::broadcast;
+              c.collective = a.collective;
               c.algorithm = a.name;
               c.n = n, c.count = count, c.elem_size = 4, c.slice_bytes = slice, c.depth = 2;
               c.in_place = in_place, c.average = seed % 3 == 0, c.root = root, c.mode = mode, c.seed = seed++;
@@ -670,6 +809,68 @@ TEST_P(Schedules, EveryCatalogAlgorithm) {
               simulate(c);
               if (HasFatalFailure()) return;
             }
+}
+
+// The collectives beyond all-reduce and broadcast, every root, under shapes that stress
+// slicing (64-byte slices: dozens per chunk), scratch reuse (one or two slots) and ordering.
+TEST_P(Schedules, OtherCollectivesUnderManyShapes) {
+  const int n = GetParam();
+  uint64_t seed = 9000;
+  for (Collective collective : {Collective::reduce, Collective::allgather, Collective::reducescatter,
+                                Collective::alltoall, Collective::gather, Collective::scatter}) {
+    const bool rooted = collective == Collective::reduce || collective == Collective::gather ||
+                        collective == Collective::scatter;
+    for (int root = 0; root < (rooted ? n : 1); ++root)
+      for (size_t count : countsFor(n, collective))
+        for (size_t es : {size_t{1}, size_t{8}})
+          for (size_t slice : {size_t{64}, size_t{1024}})
+            for (bool in_place : {false, true})
+              for (Mode mode : {Mode::eager, Mode::rendezvous}) {
+                SimConfig c;
+                c.collective = collective;
+                c.n = n, c.count = count, c.elem_size = es, c.slice_bytes = slice, c.depth = slice == 64 ? 1 : 2;
+                c.in_place = in_place, c.root = root, c.mode = mode, c.seed = seed++;
+                c.average = reduces(collective) && seed % 2 == 0;
+                simulate(c);
+                if (HasFatalFailure()) return;
+              }
+  }
+}
+
+// Point-to-point: the sender's slices and the receiver's pair up one to one, tile the
+// message exactly, and an empty message moves nothing (both sides still count the op).
+TEST(PointToPoint, SendAndRecvSlicesPairUp) {
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1009}, size_t{4096}})
+    for (size_t es : {size_t{1}, size_t{2}, size_t{8}})
+      for (size_t slice : {size_t{64}, size_t{4096}, size_t{512} << 10}) {
+        BuildParams p;
+        p.nranks = 3, p.count = count, p.elem_size = es, p.slice_bytes = slice;
+        p.rank = 0, p.root = 2;
+        Schedule send = buildSend(p);
+        p.rank = 2, p.root = 0;
+        Schedule recv = buildRecv(p);
+        SCOPED_TRACE("count " + std::to_string(count) + " elem " + std::to_string(es) + " slice " +
+                     std::to_string(slice));
+        ASSERT_EQ(send.steps.size(), recv.steps.size());
+        size_t next = 0;
+        for (size_t k = 0; k < send.steps.size(); ++k) {
+          const Step &a = send.steps[k], &b = recv.steps[k];
+          EXPECT_EQ(a.kind, StepKind::send);
+          EXPECT_EQ(a.source, BufferId::input);
+          EXPECT_EQ(a.peer, 2);
+          EXPECT_EQ(b.kind, StepKind::recv);
+          EXPECT_EQ(b.peer, 0);
+          EXPECT_EQ(a.offset, next);
+          EXPECT_EQ(b.offset, next);
+          EXPECT_EQ(a.bytes, b.bytes);
+          EXPECT_GT(a.bytes, 0u);
+          EXPECT_LE(a.bytes, std::max(slice, es));
+          EXPECT_EQ(a.bytes % es, 0u);
+          EXPECT_LT(a.phase, send.num_phases);
+          next += a.bytes;
+        }
+        EXPECT_EQ(next, count * es);
+      }
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSize, Schedules, ::testing::ValuesIn(kWorldSizes),

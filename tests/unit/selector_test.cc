@@ -46,7 +46,7 @@ TEST(AlgoOverride, BadRulesNameTheProblem) {
   EXPECT_EQ(st.code(), ErrorCode::InvalidArgument);
   EXPECT_NE(st.message().find("unknown algorithm 'tree'"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("ring"), std::string::npos) << "lists the valid ones: " << st.message();
-  st = parseAlgoOverride("alltoall:ring", &rules);
+  st = parseAlgoOverride("allscatter:ring", &rules);
   EXPECT_NE(st.message().find("unknown collective"), std::string::npos) << st.message();
   st = parseAlgoOverride("allreduce:64K-0:ring", &rules);
   EXPECT_NE(st.message().find("bad size range"), std::string::npos) << st.message();

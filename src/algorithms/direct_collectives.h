@@ -1,0 +1,21 @@
+// Collectives where every transfer is one hop between the two ranks that care, n-chunk
+// buffers with chunk c belonging to rank c (p.count is the whole n-chunk count):
+//  - all-to-all: input chunk c goes to rank c; output chunk c comes from rank c.
+//  - gather: every rank's chunk (its input, shifted to chunk r's offset) lands in the root's
+//    output chunk r.
+//  - scatter: the root's input chunk c lands in rank c's output (shifted likewise).
+#pragma once
+
+#include "algorithms/schedule_builder.h"
+
+namespace coll::algo {
+
+Schedule buildDirectAlltoall(const BuildParams& p);
+Schedule buildDirectGather(const BuildParams& p);
+Schedule buildDirectScatter(const BuildParams& p);
+
+// Point-to-point: one message of p.count elements to or from p.root (the peer).
+Schedule buildSend(const BuildParams& p);
+Schedule buildRecv(const BuildParams& p);
+
+}  // namespace coll::algo

@@ -1,0 +1,53 @@
+#include "algorithms/ring_phases.h"
+
+namespace coll::algo {
+
+void addRingReduceScatter(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int shift,
+                          BufferId first_touch, uint32_t phase0) {
+  const int n = p.nranks, r = p.rank;
+  const int right = ring::right(r, n), left = ring::left(r, n);
+  const auto depth = static_cast<size_t>(p.pipeline_depth);
+  std::vector<uint32_t> slot_users;  // recvReduce steps in order; slot k is reused by k + depth
+  for (int s = 0; s < n - 1; ++s) {
+    int send_c = ring::mod(ring::reduceScatterSendChunk(r, n, s) + shift, n);
+    int recv_c = ring::mod(ring::reduceScatterRecvChunk(r, n, s) + shift, n);
+    auto phase = phase0 + static_cast<uint32_t>(s);
+    // Step 0 sends the rank's own contribution straight from where it lies.
+    for (size_t j = 0; j < sc.slices(send_c); ++j)
+      b.add({StepKind::send, s == 0 ? first_touch : BufferId::output, right, sc.offset(send_c, j), sc.bytes(send_c, j),
+             0, phase},
+            {sc.region(send_c, j)}, {});
+    for (size_t j = 0; j < sc.slices(recv_c); ++j) {
+      size_t k = slot_users.size();
+      Step step{StepKind::recvReduce, first_touch, left, sc.offset(recv_c, j), sc.bytes(recv_c, j),
+                (k % depth) * p.slice_bytes, phase};
+      if (k >= depth) step.deps.push_back(slot_users[k - depth]);
+      slot_users.push_back(b.add(std::move(step), {sc.region(recv_c, j)}, {sc.region(recv_c, j)}));
+    }
+  }
+  b.setScratchBytes(std::min(slot_users.size(), depth) * p.slice_bytes);
+}
+
+void addDivideOwned(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int owned, uint32_t phase) {
+  for (size_t j = 0; j < sc.slices(owned); ++j)
+    b.add({StepKind::divide, BufferId::output, -1, sc.offset(owned, j), sc.bytes(owned, j), 0, phase},
+          {sc.region(owned, j)}, {sc.region(owned, j)});
+}
+
+void addRingAllGather(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int shift, uint32_t phase0) {
+  const int n = p.nranks, r = p.rank;
+  const int right = ring::right(r, n), left = ring::left(r, n);
+  for (int s = 0; s < n - 1; ++s) {
+    int send_c = ring::mod(ring::allGatherSendChunk(r, n, s) + shift, n);
+    int recv_c = ring::mod(ring::allGatherRecvChunk(r, n, s) + shift, n);
+    auto phase = phase0 + static_cast<uint32_t>(s);
+    for (size_t j = 0; j < sc.slices(send_c); ++j)
+      b.add({StepKind::send, BufferId::output, right, sc.offset(send_c, j), sc.bytes(send_c, j), 0, phase},
+            {sc.region(send_c, j)}, {});
+    for (size_t j = 0; j < sc.slices(recv_c); ++j)
+      b.add({StepKind::recv, BufferId::output, left, sc.offset(recv_c, j), sc.bytes(recv_c, j), 0, phase}, {},
+            {sc.region(recv_c, j)});
+  }
+}
+
+}  // namespace coll::algo

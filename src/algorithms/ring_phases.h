@@ -1,0 +1,22 @@
+// The two halves of the ring, shared by every ring collective. `shift` rotates which chunk a
+// rank ends up owning: after reduce-scatter rank r owns chunk r + 1 + shift, fully reduced;
+// all-gather starts from that ownership. All-reduce uses shift 0, reduce-scatter and
+// all-gather -1 (rank r owns chunk r).
+#pragma once
+
+#include "algorithms/schedule_builder.h"
+#include "algorithms/sliced_chunks.h"
+
+namespace coll::algo {
+
+// `first_touch`: the buffer the first reduction of each chunk reads (input when out of place,
+// so nothing is copied up front). Phases are numbered from `phase0`.
+void addRingReduceScatter(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int shift,
+                          BufferId first_touch, uint32_t phase0);
+
+// Divides the owned chunk by n (ReduceOp::avg), once, before anyone copies it.
+void addDivideOwned(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int owned, uint32_t phase);
+
+void addRingAllGather(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int shift, uint32_t phase0);
+
+}  // namespace coll::algo

@@ -1,0 +1,228 @@
+#include "transport/shm/connection.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/log.h"
+#include "transport/shm/cma.h"
+#include "transport/shm/doorbell.h"
+
+namespace coll::transport::shm {
+namespace {
+
+// Most a receiver copies by CMA in one poll, so one large message does not starve the other
+// peers' channels (about 0.5 ms at memory bandwidth).
+constexpr size_t kCmaChunk = 4 << 20;
+
+constexpr auto kAcquire = std::memory_order_acquire;
+constexpr auto kRelease = std::memory_order_release;
+
+}  // namespace
+
+ShmConnection::ShmConnection(const Endpoints& e, PeerProcess process, std::vector<Completion>* completions)
+    : e_(e), process_(std::move(process)), completions_(completions), self_pid_(static_cast<int32_t>(::getpid())) {
+  cma_send_ = e_.cma_threshold > 0 && e_.outbound.control->cma_ok.load(kAcquire) != 0;
+  head_ = e_.outbound.control->head.load(kAcquire);  // ours: 0 unless reused
+  tail_seen_ = e_.outbound.control->tail.load(kAcquire);
+  tail_ = e_.inbound.control->tail.load(kAcquire);  // ours
+  head_seen_ = e_.inbound.control->head.load(kAcquire);  // the peer may have written already
+}
+
+std::string ShmConnection::describe() const {
+  bool cma = cma_send_ && e_.read_peer;
+  return format("peer %d (same host, shm, %s)", e_.peer, cma ? "cma" : cma_send_ || e_.read_peer ? "cma one way" : "slots");
+}
+
+std::string ShmConnection::peerName() const {
+  return format("peer %d (pid %d, same host)", e_.peer, static_cast<int>(process_.pid()));
+}
+
+void ShmConnection::complete(uint64_t cookie, Status status) {
+  completions_->push_back(Completion{cookie, std::move(status)});
+}
+
+void ShmConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
+  if (!failure_.isOk()) return complete(cookie, failure_);
+  bool cma = cma_send_ && bytes >= e_.cma_threshold;
+  sends_.push_back(SendRequest{static_cast<const uint8_t*>(data), bytes, tag, cookie, cma});
+  if (sends_.size() == 1) pushSends();
+}
+
+void ShmConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
+  if (!failure_.isOk()) return complete(cookie, failure_);
+  recvs_.push_back(RecvRequest{static_cast<uint8_t*>(data), bytes, tag, cookie});
+  if (recvs_.size() == 1) pullRecvs();
+}
+
+bool ShmConnection::poll() {
+  if (!failure_.isOk()) return false;
+  bool moved = pushSends();
+  moved |= reapCmaSends();
+  moved |= pullRecvs();
+  return moved;
+}
+
+// --- sending -------------------------------------------------------------------------------
+
+bool ShmConnection::pushSends() {
+  bool moved = false;
+  const Ring& out = e_.outbound;
+  while (!sends_.empty() && failure_.isOk()) {
+    if (head_ - tail_seen_ >= out.nslots) {
+      tail_seen_ = out.control->tail.load(kAcquire);
+      if (head_ - tail_seen_ >= out.nslots) break;  // full: the peer rings us when it frees one
+    }
+    if (writeSlot(sends_.front())) sends_.pop_front();
+    out.control->head.store(++head_, kRelease);
+    ring(&e_.peer_header->doorbell);
+    moved = true;
+  }
+  return moved;
+}
+
+bool ShmConnection::writeSlot(SendRequest& s) {
+  uint8_t* slot = e_.outbound.slot(head_);
+  SlotHeader h{kSlotMagic, SlotKind::inline_data, s.tag, s.bytes, s.offset, 0, 0, 0, 0, 0};
+  if (s.cma) {
+    h.kind = SlotKind::cma_descriptor;
+    h.cma_address = reinterpret_cast<uint64_t>(s.data);
+    h.cma_sequence = s.cma_sequence = ++cma_sent_;
+    h.cma_pid = self_pid_;
+    std::memcpy(slot, &h, sizeof h);
+    cma_waiting_.push_back(s);
+    return true;
+  }
+  h.length = std::min<uint64_t>(s.bytes - s.offset, e_.outbound.payloadBytes());
+  std::memcpy(slot + kSlotHeaderBytes, s.data + s.offset, h.length);
+  std::memcpy(slot, &h, sizeof h);
+  s.offset += h.length;
+  if (s.offset < s.bytes) return false;
+  complete(s.cookie, Status::ok());  // every byte is in the ring: the buffer is free again
+  return true;
+}
+
+bool ShmConnection::reapCmaSends() {
+  if (cma_waiting_.empty()) return false;
+  uint64_t done = e_.outbound.control->cma_done.load(kAcquire);
+  bool moved = false;
+  while (!cma_waiting_.empty() && cma_waiting_.front().cma_sequence <= done) {
+    complete(cma_waiting_.front().cookie, Status::ok());
+    cma_waiting_.pop_front();
+    moved = true;
+  }
+  return moved;
+}
+
+// --- receiving -----------------------------------------------------------------------------
+
+bool ShmConnection::pullRecvs() {
+  bool moved = false;
+  while (!recvs_.empty() && failure_.isOk()) {
+    if (tail_ == head_seen_) {
+      head_seen_ = e_.inbound.control->head.load(kAcquire);
+      if (tail_ == head_seen_) break;  // empty: the peer rings us when it writes
+    }
+    SlotHeader h;
+    std::memcpy(&h, e_.inbound.slot(tail_), sizeof h);
+    Status st = checkSlot(h, recvs_.front());
+    if (!st) {
+      fail(st);
+      return true;
+    }
+    moved = true;
+    if (!readSlot(h, recvs_.front())) break;  // a CMA read to continue in the next poll
+    releaseSlot();
+  }
+  return moved;
+}
+
+Status ShmConnection::checkSlot(const SlotHeader& h, const RecvRequest& r) const {
+  bool inline_data = h.kind == SlotKind::inline_data;
+  if (h.magic != kSlotMagic || !(inline_data || (h.kind == SlotKind::cma_descriptor && e_.read_peer)))
+    return transportError(format("%s wrote a malformed slot", peerName().c_str()), e_.peer);
+  if (h.tag != r.tag || h.bytes != r.bytes) {
+    return mismatchError(
+        format("peer %d sent message tag %#llx of %llu bytes where tag %#llx of %zu bytes was expected (the ranks "
+               "issued different collectives, counts or types)", e_.peer, static_cast<unsigned long long>(h.tag),
+               static_cast<unsigned long long>(h.bytes), static_cast<unsigned long long>(r.tag), r.bytes), e_.peer);
+  }
+  if (inline_data && (h.offset != r.offset || h.length > e_.inbound.payloadBytes() || h.length > r.bytes - r.offset ||
+                      (h.length == 0 && r.bytes > 0)))
+    return transportError(format("%s wrote a slot out of sequence", peerName().c_str()), e_.peer);
+  return Status::ok();
+}
+
+bool ShmConnection::readSlot(const SlotHeader& h, RecvRequest& r) {
+  if (h.kind == SlotKind::cma_descriptor) return readCma(h, r);
+  std::memcpy(r.data + r.offset, e_.inbound.slot(tail_) + kSlotHeaderBytes, h.length);
+  r.offset += h.length;
+  if (r.offset == r.bytes) {
+    complete(r.cookie, Status::ok());
+    recvs_.pop_front();
+  }
+  return true;
+}
+
+bool ShmConnection::readCma(const SlotHeader& h, RecvRequest& r) {
+  size_t chunk = std::min(kCmaChunk, r.bytes - r.offset);
+  size_t copied = 0;
+  Status st = readFrom(h.cma_pid, h.cma_address + r.offset, r.data + r.offset, chunk, &copied, e_.peer);
+  r.offset += copied;
+  if (!st) {
+    fail(st);
+    return false;
+  }
+  if (r.offset < r.bytes) return false;
+  e_.inbound.control->cma_done.store(h.cma_sequence, kRelease);  // rung by releaseSlot()
+  complete(r.cookie, Status::ok());
+  recvs_.pop_front();
+  return true;
+}
+
+void ShmConnection::releaseSlot() {
+  e_.inbound.control->tail.store(++tail_, kRelease);
+  ring(&e_.peer_header->doorbell);  // the peer may wait for room or for its CMA send
+}
+
+// --- failure -------------------------------------------------------------------------------
+
+void ShmConnection::checkPeer(bool check_process) {
+  if (!failure_.isOk() || idle()) return;
+  if (e_.peer_header->aborted.load(kAcquire)) {
+    std::string reason(e_.peer_header->abort_reason, strnlen(e_.peer_header->abort_reason, kReasonBytes - 1));
+    return fail(peerLostError(format("%s aborted%s%s", peerName().c_str(), reason.empty() ? "" : ": ", reason.c_str()),
+                              e_.peer));
+  }
+  if (e_.inbound.control->closed_by_sender.load(kAcquire) || e_.outbound.control->closed_by_receiver.load(kAcquire)) {
+    if (poll() || idle()) return;  // it wrote its last messages before closing: take them first
+    return fail(peerLostError(format("%s closed the connection", peerName().c_str()), e_.peer));
+  }
+  if (check_process && process_.gone()) fail(peerLostError(format("%s died", peerName().c_str()), e_.peer));
+}
+
+void ShmConnection::fail(const Status& status) {
+  if (!failure_.isOk()) return;
+  failure_ = status;
+  COLL_INFO("SHM", "%s failed: %s", describe().c_str(), status.message().c_str());
+  for (auto& s : sends_) complete(s.cookie, status);
+  for (auto& s : cma_waiting_) complete(s.cookie, status);
+  for (auto& r : recvs_) complete(r.cookie, status);
+  sends_.clear();
+  cma_waiting_.clear();
+  recvs_.clear();
+  tellPeer();
+}
+
+void ShmConnection::close() {
+  if (failure_.isOk()) tellPeer();
+}
+
+void ShmConnection::tellPeer() {
+  e_.inbound.control->closed_by_receiver.store(1, kRelease);
+  e_.outbound.control->closed_by_sender.store(1, kRelease);
+  ring(&e_.peer_header->doorbell);
+}
+
+}  // namespace coll::transport::shm

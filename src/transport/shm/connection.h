@@ -1,0 +1,101 @@
+// A shm Connection: one local peer, both directions, over two rings (see layout.h): the
+// inbound one in this rank's segment (the peer writes, we read) and the outbound one in the
+// peer's segment (we write, the peer reads).
+//
+// Sends are queued and copied into free outbound slots as they free up; an inline send
+// completes once its last byte is in a slot. A send of at least the CMA threshold (when the
+// peer could read our memory at init) puts only a descriptor in a slot and completes when the
+// peer reports it read the data (cma_done), so its buffer must stay untouched until then, as
+// for any send. Receives are matched FIFO against the inbound slots; tag and length are
+// checked on a message's first slot (Mismatch otherwise).
+//
+// Used by the progress thread only. The first failure sticks: it completes every posted and
+// later request with the same Status and tells the peer (closed flags, doorbell), whose
+// requests then fail with PeerLost, as a closed socket would.
+#pragma once
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "transport/shm/layout.h"
+#include "transport/shm/segment.h"
+#include "transport/transport.h"
+
+namespace coll::transport::shm {
+
+struct Endpoints {
+  int peer = -1;
+  Ring inbound;                          // in our segment
+  Ring outbound;                         // in the peer's segment
+  SegmentHeader* peer_header = nullptr;  // its doorbell and aborted flag
+  bool read_peer = false;                // our probe: we may read the peer's memory
+  size_t cma_threshold = 0;              // 0: never use CMA for our sends
+};
+
+class ShmConnection : public Connection {
+ public:
+  ShmConnection(const Endpoints& e, PeerProcess process, std::vector<Completion>* completions);
+
+  int peer() const override { return e_.peer; }
+  std::string describe() const override;  // "peer 3 (same host, shm, cma)"
+  void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
+  void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
+
+  // Moves what can move now. True if anything did (a slot written or read, a send finished).
+  bool poll();
+  // For a connection with requests outstanding that made no progress: fails it if the peer
+  // aborted or closed its end, or (check_process, a system call) its process died.
+  void checkPeer(bool check_process);
+  bool idle() const { return sends_.empty() && cma_waiting_.empty() && recvs_.empty(); }
+  void fail(const Status& status);
+  // This side is going away (transport destroyed): the peer's requests stop waiting for us.
+  void close();
+
+ private:
+  struct SendRequest {
+    const uint8_t* data;
+    size_t bytes;
+    uint64_t tag;
+    uint64_t cookie;
+    bool cma;
+    size_t offset = 0;        // inline: bytes already in slots
+    uint64_t cma_sequence = 0;
+  };
+  struct RecvRequest {
+    uint8_t* data;
+    size_t bytes;
+    uint64_t tag;
+    uint64_t cookie;
+    size_t offset = 0;  // bytes received
+  };
+
+  bool pushSends();
+  bool writeSlot(SendRequest& s);  // true when the request left the queue
+  bool reapCmaSends();
+  bool pullRecvs();
+  bool readSlot(const SlotHeader& h, RecvRequest& r);  // true when the slot is done with
+  bool readCma(const SlotHeader& h, RecvRequest& r);
+  void releaseSlot();
+  Status checkSlot(const SlotHeader& h, const RecvRequest& r) const;
+  void complete(uint64_t cookie, Status status);
+  void tellPeer();
+  std::string peerName() const;  // "peer 2 (pid 1234, same host)"
+
+  Endpoints e_;
+  PeerProcess process_;
+  std::vector<Completion>* completions_;
+  int32_t self_pid_;       // goes into CMA descriptors
+  bool cma_send_ = false;  // the peer may read our memory
+  std::deque<SendRequest> sends_;        // front is being written into slots
+  std::deque<SendRequest> cma_waiting_;  // descriptors out, the peer has not read them yet
+  std::deque<RecvRequest> recvs_;        // front is being filled
+  uint64_t head_ = 0;       // outbound: slots we published
+  uint64_t tail_seen_ = 0;  // outbound: the peer's tail, last read
+  uint64_t cma_sent_ = 0;   // outbound: descriptors sent
+  uint64_t tail_ = 0;       // inbound: slots we released
+  uint64_t head_seen_ = 0;  // inbound: the peer's head, last read
+  Status failure_;          // the first error sticks
+};
+
+}  // namespace coll::transport::shm

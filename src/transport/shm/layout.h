@@ -1,0 +1,121 @@
+// The memory layout of a shm segment, shared by every process that maps it.
+//
+// Each rank owns one segment holding its *inbound* channels, one per local peer: the peer
+// writes, the owner reads (single producer, single consumer). A channel is a control block
+// plus a ring of `nslots` slots of `slot_bytes`. Every slot starts with a SlotHeader; a
+// message takes one or more whole slots (tag and length in each, payload after the header),
+// or, when large and cross-memory attach works, one slot holding a descriptor the receiver
+// uses to read the payload straight out of the sender's memory.
+//
+//   [SegmentHeader, padded to kHeaderBytes][channel 0][channel 1]...
+//   channel = [ChannelControl, padded to kControlBytes][slot 0][slot 1]...[slot nslots-1]
+//
+// Counters only grow (head, tail, cma_done), so "full" is head - tail == nslots and no slot is
+// ever ambiguous. Each counter has one writer; the other side reads it with acquire. Fields
+// written by different processes live on different cache lines.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace coll::transport::shm {
+
+inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
+inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kSlotMagic = 0x544f4c53;                // "SLOT"
+inline constexpr size_t kHeaderBytes = 4096;
+inline constexpr size_t kControlBytes = 512;
+inline constexpr size_t kReasonBytes = 512;
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm counters must be lock-free across processes");
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "shm flags must be lock-free across processes");
+
+// The futex word a sleeping owner waits on, and the count of sleepers (so that ringers skip
+// the FUTEX_WAKE system call while the owner is busy). See doorbell.h.
+struct Doorbell {
+  std::atomic<uint32_t> bell{0};
+  std::atomic<uint32_t> sleepers{0};
+};
+
+struct SegmentHeader {
+  // Written once by the owner before the segment's name is published; read-only after.
+  uint64_t magic = 0;
+  uint32_t version = 0;
+  uint32_t nchannels = 0;
+  int32_t owner_rank = -1;
+  int32_t owner_pid = 0;
+  uint64_t slot_bytes = 0;
+  uint32_t nslots = 0;
+  uint32_t reserved = 0;
+  uint64_t channel_stride = 0;  // bytes from one channel to the next
+  uint64_t probe_address = 0;   // a word in the owner's memory holding probe_value: peers try
+  uint64_t probe_value = 0;     // to read it with process_vm_readv to decide on CMA
+  // Rung by whoever made progress the owner may be waiting for.
+  alignas(64) Doorbell doorbell;
+  // Set once by the owner's abort(), reason first: its peers fail at once.
+  alignas(64) std::atomic<uint32_t> aborted{0};
+  char abort_reason[kReasonBytes] = {};
+};
+static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
+
+struct ChannelControl {
+  int32_t sender = -1;    // rank that writes the slots
+  int32_t receiver = -1;  // the segment's owner
+  // The receiver's verdict on reading the sender's memory (set before the init barrier).
+  std::atomic<uint32_t> cma_ok{0};
+  alignas(64) std::atomic<uint64_t> head{0};  // sender: slots published
+  alignas(64) std::atomic<uint64_t> tail{0};  // receiver: slots released
+  std::atomic<uint64_t> cma_done{0};          // receiver: sequence of the last descriptor read
+  // Each side's "I am gone": set when that side failed the connection or closed the transport.
+  alignas(64) std::atomic<uint32_t> closed_by_sender{0};
+  alignas(64) std::atomic<uint32_t> closed_by_receiver{0};
+};
+static_assert(sizeof(ChannelControl) <= kControlBytes);
+
+enum class SlotKind : uint32_t { inline_data = 1, cma_descriptor = 2 };
+
+// At the start of every slot. For inline data: `length` payload bytes follow the header and
+// land at `offset` of the message; a message's first slot has offset 0. For a descriptor: the
+// whole message (`bytes`) is at `cma_address` in process `cma_pid`.
+struct SlotHeader {
+  uint32_t magic;
+  SlotKind kind;
+  uint64_t tag;
+  uint64_t bytes;  // of the whole message
+  uint64_t offset;
+  uint64_t length;
+  uint64_t cma_address;
+  uint64_t cma_sequence;  // 1, 2, ... per channel: the receiver stores it in cma_done when read
+  int32_t cma_pid;
+  uint32_t reserved;
+};
+inline constexpr size_t kSlotHeaderBytes = 64;
+static_assert(sizeof(SlotHeader) <= kSlotHeaderBytes);
+
+// Geometry a segment is created with.
+struct Geometry {
+  uint64_t slot_bytes = 0;
+  uint32_t nslots = 0;
+  uint32_t nchannels = 0;
+
+  uint64_t channelStride() const { return kControlBytes + slot_bytes * nslots; }
+  uint64_t segmentBytes() const { return kHeaderBytes + channelStride() * nchannels; }
+};
+
+inline ChannelControl* channelAt(void* segment, uint64_t stride, uint32_t index) {
+  return reinterpret_cast<ChannelControl*>(static_cast<uint8_t*>(segment) + kHeaderBytes + stride * index);
+}
+
+// One direction of a channel as seen by either end.
+struct Ring {
+  ChannelControl* control = nullptr;
+  uint8_t* slots = nullptr;  // slot 0
+  uint64_t slot_bytes = 0;
+  uint32_t nslots = 0;
+
+  uint8_t* slot(uint64_t counter) const { return slots + (counter % nslots) * slot_bytes; }
+  uint64_t payloadBytes() const { return slot_bytes - kSlotHeaderBytes; }
+};
+
+}  // namespace coll::transport::shm

@@ -1,0 +1,70 @@
+// Shared-memory segments in /dev/shm: naming, creation with the space reserved up front, mapping
+// a peer's, removal; and watching a peer process for its death.
+//
+// Names are "/coll-" + 16 hex digits of SipHash(job secret; key prefix, rank): unguessable
+// without the secret, and computable by every rank of the job, so a survivor can remove the
+// name of a rank that crashed before removing its own. Files are 0600.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+
+#include "core/fd_io.h"
+#include "core/status.h"
+#include "transport/shm/layout.h"
+
+namespace coll::transport::shm {
+
+// A mapping of a whole segment; unmapped on destruction (the memory lives on while any
+// process maps it, even after its name is removed).
+class Mapping {
+ public:
+  Mapping() = default;
+  Mapping(void* base, size_t bytes) : base_(base), bytes_(bytes) {}
+  Mapping(Mapping&& o) noexcept : base_(o.base_), bytes_(o.bytes_) { o.base_ = nullptr; o.bytes_ = 0; }
+  Mapping& operator=(Mapping&& o) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping();
+
+  uint8_t* base() const { return static_cast<uint8_t*>(base_); }
+  size_t bytes() const { return bytes_; }
+  SegmentHeader* header() const { return static_cast<SegmentHeader*>(base_); }
+  explicit operator bool() const { return base_ != nullptr; }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+std::string segmentName(const std::string& secret, const std::string& key_prefix, int rank);
+
+// Creates the segment (exclusively; a stale one of the same name, left by a crashed run of
+// the same job, is replaced), reserves `bytes` of /dev/shm so that a full /dev/shm fails here
+// rather than with SIGBUS later, and maps it. `host_ranks` (ranks on this host, each making
+// one such segment) only shapes the error message, which names the space needed.
+Status createSegment(const std::string& name, size_t bytes, int host_ranks, Mapping* out);
+
+// Maps an existing segment read-write.
+Status openSegment(const std::string& name, Mapping* out);
+
+// Removes the name (ENOENT is fine: someone already did).
+void unlinkSegment(const std::string& name);
+
+// A peer process, watched through a pidfd where the kernel has them (immune to PID reuse; a
+// zombie counts as dead), else with kill(pid, 0).
+class PeerProcess {
+ public:
+  PeerProcess() = default;
+  explicit PeerProcess(pid_t pid);
+  pid_t pid() const { return pid_; }
+  bool gone() const;
+
+ private:
+  pid_t pid_ = 0;
+  UniqueFd pidfd_;
+};
+
+}  // namespace coll::transport::shm

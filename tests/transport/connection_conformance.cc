@@ -1,0 +1,280 @@
+// The conformance cases (see connection_conformance.h). Cookies: a case's own numbering;
+// tags: distinct per message so that a message delivered to the wrong receive fails.
+#include "transport/connection_conformance.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+namespace coll::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr size_t kSizes[] = {0, 1, 7, 4096, (64 << 10) + 1, 1 << 20, 16 << 20};
+
+double secondsSince(int64_t ns) { return static_cast<double>(nowNs() - ns) / 1e9; }
+
+// Waits (bounded) until `slot`'s phase reaches `phase`.
+bool awaitPhase(const RankSlot& slot, int phase, std::chrono::milliseconds limit = 20'000ms) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (slot.phase.load() < phase) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+void expectOk(const std::map<uint64_t, Status>& done, const char* what) {
+  for (const auto& [cookie, st] : done)
+    RANK_CHECK(st.isOk(), "%s: request %llu failed: %s", what, static_cast<unsigned long long>(cookie), st.message().c_str());
+}
+
+// A list of messages both ranks post at once in both directions: sends first, then receives.
+void exchangeMessages(Endpoint& ep, const std::vector<size_t>& sizes) {
+  int peer = 1 - ep.self.rank;
+  std::vector<std::vector<uint8_t>> out(sizes.size()), in(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    out[i].resize(sizes[i]);
+    fillPattern(out[i].data(), sizes[i], ep.self.rank * 1000 + i);
+    in[i] = recvBuffer(sizes[i]);
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) ep.conns[peer]->postSend(out[i].data(), sizes[i], 100 + i, i);
+  for (size_t i = 0; i < sizes.size(); ++i) ep.conns[peer]->postRecv(in[i].data(), sizes[i], 100 + i, 1'000'000 + i);
+  expectOk(ep.wait(2 * sizes.size()), "exchange");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::string what = strprintf("message %zu from rank %d", i, peer);
+    checkPattern(in[i].data(), sizes[i], peer * 1000 + i, what.c_str());
+  }
+}
+
+// Posts a receive that will never match (and with_send, a large send that will never be
+// received), marks the rank as waiting, and waits for them to fail with PeerLost.
+void waitForLostPeer(Endpoint& ep, int peer, bool with_send) {
+  std::vector<uint8_t> in = recvBuffer(1 << 20), out(16 << 20, 1);
+  ep.conns[peer]->postRecv(in.data(), 1 << 20, 1, 1);
+  if (with_send) ep.conns[peer]->postSend(out.data(), out.size(), 2, 2);
+  ep.self.slot->phase = 1;
+  size_t n = with_send ? 2 : 1;
+  std::map<uint64_t, Status> done;
+  std::vector<transport::Completion> batch;
+  while (done.size() < n && transport::Clock::now() < ep.deadline) {
+    batch.clear();
+    (void)ep.transport->progress(&batch, ep.deadline);
+    for (auto& c : batch) done[c.cookie] = c.status;
+  }
+  RANK_CHECK(done.size() == n, "the requests to the lost peer did not fail before the deadline");
+  for (const auto& [cookie, st] : done)
+    RANK_CHECK(st.code() == ErrorCode::PeerLost && !st.isOk(), "request %llu: expected PeerLost, got %s: %s",
+               static_cast<unsigned long long>(cookie), st.isOk() ? "success" : codeName(st.code()), st.message().c_str());
+}
+
+TEST_P(ConnectionConformance, EverySizeBothWays) {
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    for (int sender = 0; sender < 2; ++sender) {
+      for (size_t i = 0; i < std::size(kSizes); ++i) {
+        size_t n = kSizes[i];
+        uint64_t seed = sender * 100 + i;
+        if (ep.self.rank == sender) {
+          std::vector<uint8_t> out(n);
+          fillPattern(out.data(), n, seed);
+          ep.conns[1 - sender]->postSend(out.data(), n, seed, 1);
+          expectOk(ep.wait(1), "send");
+        } else {
+          std::vector<uint8_t> in = recvBuffer(n);
+          ep.conns[sender]->postRecv(in.data(), n, seed, 2);
+          expectOk(ep.wait(1), "recv");
+          checkPattern(in.data(), n, seed, "message");
+        }
+      }
+    }
+  }));
+}
+
+TEST_P(ConnectionConformance, BothDirectionsAtOnce) {
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    exchangeMessages(ep, {16 << 20, 1, (64 << 10) + 1, 1 << 20, 0, 4096, 300 << 10, 7});
+  }));
+}
+
+TEST_P(ConnectionConformance, ThousandSmallMessagesInFlight) {
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    std::vector<size_t> sizes(1000);
+    for (size_t i = 0; i < sizes.size(); ++i) sizes[i] = (i * 37) % 200;
+    exchangeMessages(ep, sizes);
+  }));
+}
+
+// Four ranks (more than this machine's cores), every pair at once in both directions: each
+// segment holds several channels and waiting ranks must yield to the ones they wait for.
+TEST_P(ConnectionConformance, FourRanksAllPairs) {
+  CaseOptions o;
+  o.ranks = 4;
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    const size_t sizes[] = {1, (64 << 10) + 1, 1 << 20, 0, 4 << 20};
+    int n = ep.self.size, me = ep.self.rank;
+    std::vector<std::vector<uint8_t>> out, in;
+    for (int p = 0; p < n; ++p) {
+      for (size_t i = 0; i < std::size(sizes) && p != me; ++i) {
+        out.emplace_back(sizes[i]);
+        fillPattern(out.back().data(), sizes[i], (me * 16 + p) * 16 + i);
+        ep.conns[p]->postSend(out.back().data(), sizes[i], i, out.size());
+        in.push_back(recvBuffer(sizes[i]));
+        ep.conns[p]->postRecv(in.back().data(), sizes[i], i, 1000 + in.size());
+      }
+    }
+    expectOk(ep.wait(out.size() + in.size()), "all pairs");
+    size_t k = 0;
+    for (int p = 0; p < n; ++p) {
+      for (size_t i = 0; i < std::size(sizes) && p != me; ++i, ++k) {
+        std::string what = strprintf("message %zu from rank %d", i, p);
+        checkPattern(in[k].data(), sizes[i], (p * 16 + me) * 16 + i, what.c_str());
+      }
+    }
+  }, o));
+}
+
+// The receiver expects another tag: Mismatch naming both, and it sticks.
+TEST_P(ConnectionConformance, TagMismatch) {
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    std::vector<uint8_t> buf = recvBuffer(64);
+    if (ep.self.rank == 0) {
+      ep.conns[1]->postSend(buf.data(), 64, 0x7, 1);
+      ep.wait(1);  // may fail once the receiver closed: only completion matters
+    } else {
+      ep.conns[0]->postRecv(buf.data(), 64, 0x8, 1);
+      Status st = ep.wait(1)[1];
+      RANK_CHECK(st.code() == ErrorCode::Mismatch && !st.isOk(), "expected Mismatch, got: %s", st.message().c_str());
+      RANK_CHECK(std::strstr(st.message().c_str(), "0x7") && std::strstr(st.message().c_str(), "0x8"),
+                 "the message does not name both tags: %s", st.message().c_str());
+      ep.conns[0]->postRecv(buf.data(), 64, 0x7, 2);
+      Status again = ep.wait(1)[2];
+      RANK_CHECK(again.message() == st.message(), "the failure did not stick: %s", again.message().c_str());
+    }
+    ep.barrier("tag");
+  }));
+}
+
+// Rank 0 sends `sent` bytes where rank 1 expects `expected`: Mismatch naming both lengths at
+// the receiver; the sender's request completes (either way) in bounded time.
+void lengthMismatch(Endpoint& ep, size_t sent, size_t expected) {
+  std::vector<uint8_t> buf = recvBuffer(std::max(sent, expected));
+  if (ep.self.rank == 0) {
+    ep.conns[1]->postSend(buf.data(), sent, 5, 1);
+    ep.wait(1);
+  } else {
+    ep.conns[0]->postRecv(buf.data(), expected, 5, 1);
+    Status st = ep.wait(1)[1];
+    RANK_CHECK(st.code() == ErrorCode::Mismatch && !st.isOk(), "expected Mismatch, got: %s", st.message().c_str());
+    std::string a = std::to_string(sent) + " bytes", b = std::to_string(expected) + " bytes";
+    RANK_CHECK(st.message().find(a) != std::string::npos && st.message().find(b) != std::string::npos,
+               "the message does not name both lengths: %s", st.message().c_str());
+  }
+  ep.barrier("length");
+}
+
+TEST_P(ConnectionConformance, LengthMismatch) {
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) { lengthMismatch(ep, 100, 200); }));
+}
+
+// Large enough for the single-copy path where a transport has one.
+TEST_P(ConnectionConformance, LargeLengthMismatch) {
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) { lengthMismatch(ep, 2 << 20, 1 << 20); }));
+}
+
+// A peer that sent messages and then closed its transport normally: they are still
+// delivered, and only the receive after them fails (PeerLost), as with a closed socket. (Two
+// small messages: they fit in any ring, so the sends complete without the receiver.)
+TEST_P(ConnectionConformance, PeerClosesAfterSending) {
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    constexpr size_t kSent[] = {10, 3000};
+    if (ep.self.rank == 0) {
+      std::vector<std::vector<uint8_t>> out;
+      for (size_t i = 0; i < std::size(kSent); ++i) {
+        out.emplace_back(kSent[i]);
+        fillPattern(out.back().data(), kSent[i], i);
+        ep.conns[1]->postSend(out.back().data(), kSent[i], i, i);
+      }
+      expectOk(ep.wait(std::size(kSent)), "send");
+      ep.owned.reset();  // a normal close
+      ep.self.slot->phase = 1;
+      return;
+    }
+    RANK_CHECK(awaitPhase(ep.self.slots[0], 1), "rank 0 did not close");
+    for (size_t i = 0; i < std::size(kSent); ++i) {
+      std::vector<uint8_t> in = recvBuffer(kSent[i]);
+      ep.conns[0]->postRecv(in.data(), kSent[i], i, i);
+      expectOk(ep.wait(1), "recv");
+      checkPattern(in.data(), kSent[i], i, "message sent before closing");
+    }
+    std::vector<uint8_t> in = recvBuffer(8);
+    ep.conns[0]->postRecv(in.data(), 8, 99, 99);
+    Status st = ep.wait(1)[99];
+    RANK_CHECK(st.code() == ErrorCode::PeerLost && !st.isOk(), "a receive after the peer closed: %s",
+               st.isOk() ? "succeeded" : st.message().c_str());
+  }));
+}
+
+// A peer SIGKILLed while we wait for it (no goodbye of any kind): PeerLost within 2 s.
+TEST_P(ConnectionConformance, PeerKilled) {
+  CaseOptions o;
+  o.run.parent_action = [](const std::vector<pid_t>& pids, RankSlot* slots) {
+    if (!awaitPhase(slots[0], 1) || !awaitPhase(slots[1], 1)) return;
+    slots[0].progress = nowNs();  // the time of death, for rank 1
+    ::kill(pids[0], SIGKILL);
+  };
+  auto outcomes = runCase(GetParam(), [](Endpoint& ep) {
+    if (ep.self.rank == 0) {
+      ep.self.slot->phase = 1;
+      std::this_thread::sleep_for(30s);  // killed long before
+      RANK_CHECK(false, "rank 0 was not killed");
+    }
+    waitForLostPeer(ep, 0, true);
+    double after = secondsSince(ep.self.slots[0].progress.load());
+    RANK_CHECK(after < 2.0, "the death was noticed only after %.2f s", after);
+  }, o);
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].signal, SIGKILL) << outcomes[0].describe();
+  EXPECT_TRUE(outcomes[1].exited && outcomes[1].exit_code == 0) << outcomes[1].describe();
+}
+
+// abort() from another thread while the progress thread waits: the waiting progress() returns
+// failed within 1 s, and the peer (which stays alive) fails with PeerLost within 1 s too.
+TEST_P(ConnectionConformance, AbortFromAnotherThread) {
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    if (ep.self.rank == 1) {
+      waitForLostPeer(ep, 0, false);
+      double after = secondsSince(ep.self.slots[0].progress.load());
+      RANK_CHECK(after < 1.0, "the peer's abort was noticed only after %.2f s", after);
+      ep.self.slot->phase = 2;
+      return;
+    }
+    std::vector<uint8_t> in = recvBuffer(64);
+    ep.conns[1]->postRecv(in.data(), 64, 9, 1);
+    RANK_CHECK(awaitPhase(ep.self.slots[1], 1), "rank 1 never got ready");
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(100ms);
+      ep.self.slot->progress = nowNs();
+      ep.transport->abort("test abort from another thread");
+    });
+    std::vector<transport::Completion> batch;
+    Status st;
+    while (batch.empty() && st.isOk() && transport::Clock::now() < ep.deadline) st = ep.transport->progress(&batch, ep.deadline);
+    aborter.join();
+    double after = secondsSince(ep.self.slot->progress.load());
+    RANK_CHECK(!st.isOk() && st.code() == ErrorCode::PeerLost, "progress() after abort: %s", st.message().c_str());
+    RANK_CHECK(after < 1.0, "progress() returned %.2f s after abort()", after);
+    RANK_CHECK(batch.size() == 1 && batch[0].status.code() == ErrorCode::PeerLost && !batch[0].status.isOk(),
+               "the pending receive did not fail with PeerLost");
+    ep.conns[1]->postSend(in.data(), 8, 10, 2);  // after abort: fails at once
+    batch.clear();
+    (void)ep.transport->progress(&batch, transport::Clock::now());
+    RANK_CHECK(batch.size() == 1 && !batch[0].status.isOk(), "a send after abort() did not fail");
+    RANK_CHECK(awaitPhase(ep.self.slots[1], 2), "rank 1 did not finish");  // stay alive meanwhile
+  }));
+}
+
+}  // namespace
+}  // namespace coll::test

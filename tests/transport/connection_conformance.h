@@ -1,0 +1,89 @@
+// The transport conformance suite: what every Transport/Connection must do (transport.h),
+// written once and instantiated per transport by a ten-line file (socket_conformance_test.cc,
+// shm_conformance_test.cc), as TensorPipe's test/transport/connection_test.cc is.
+//
+// Each case forks 2 ranks (rank_runner.h) around a rendezvous store in the parent; each rank
+// creates the transport under test with every other rank as a peer on its host, connects to
+// all of them and runs the case's body, driving progress() with a deadline. Payloads follow a
+// position- and seed-dependent pattern checked byte for byte, with guard bytes after every
+// receive buffer. After every run no /dev/shm segment of the run may be left, whatever
+// happened to the ranks.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/store.h"
+#include "core/config.h"
+#include "multirank/rank_runner.h"
+#include "transport/transport.h"
+
+namespace coll::test {
+
+using transport::Connection;
+using transport::PeerDirectory;
+using transport::Transport;
+
+// How to make the transport under test inside a forked rank.
+struct TransportUnderTest {
+  std::string name;  // the parameter's name in test names
+  // `peers`: every other rank of the run (all on this host).
+  std::function<Status(const Config&, const PeerDirectory&, const std::vector<int>& peers,
+                       std::unique_ptr<Transport>*)> create;
+  std::function<void(Config*)> configure;  // optional: e.g. turn CMA off
+  // Optional: the /dev/shm name a rank's set-up uses (shm), so runs can prove it gone.
+  std::function<std::string(const PeerDirectory&, int rank)> shm_name;
+};
+
+inline void PrintTo(const TransportUnderTest& t, std::ostream* os) { *os << t.name; }
+
+class ConnectionConformance : public ::testing::TestWithParam<TransportUnderTest> {};
+std::string transportParamName(const ::testing::TestParamInfo<TransportUnderTest>& info);
+
+// One rank's view inside a case.
+struct Endpoint {
+  Rank& self;
+  std::unique_ptr<Transport> owned;  // reset it to close the transport early
+  Transport* transport = nullptr;
+  std::vector<Connection*> conns;  // by rank; nullptr for this rank
+  bootstrap::StoreClient* store = nullptr;
+  PeerDirectory directory;
+  transport::Deadline deadline;  // the case's, 20 s after the transport was made
+
+  // Drives progress() until `count` requests completed; fails the rank at the deadline.
+  // Returns cookie -> status.
+  std::map<uint64_t, Status> wait(size_t count);
+  // All ranks of the run meet (through the store).
+  void barrier(const std::string& name);
+};
+
+using CaseBody = std::function<void(Endpoint&)>;
+
+struct CaseOptions {
+  int ranks = 2;
+  RunOptions run;                 // e.g. parent_action to kill a rank
+  bool create_transport = true;   // false: the body creates it (Endpoint::transport stays null)
+  std::function<void(Config*)> configure;  // after the transport's own configure
+};
+
+// Runs body on forked ranks; ADD_FAILUREs for /dev/shm leftovers. Returns the outcomes.
+std::vector<RankOutcome> runCase(const TransportUnderTest& t, const CaseBody& body, const CaseOptions& options = {});
+
+// Makes the transport in a body that set create_transport = false.
+Status createFor(const TransportUnderTest& t, Endpoint& ep, const Config& config, const std::vector<int>& peers,
+                 std::unique_ptr<Transport>* out);
+Config caseConfig(const TransportUnderTest& t, const CaseOptions& options);
+
+// Payloads: byte i of message `seed`.
+void fillPattern(uint8_t* p, size_t bytes, uint64_t seed);
+// RANK_CHECKs the bytes (naming the first bad offset) and the guard bytes after them.
+void checkPattern(const uint8_t* p, size_t bytes, uint64_t seed, const char* what);
+// A receive buffer of `bytes` followed by guard bytes.
+std::vector<uint8_t> recvBuffer(size_t bytes);
+
+}  // namespace coll::test

@@ -1,0 +1,162 @@
+// What only the shm transport promises, beyond the conformance suite: set-up among ranks of
+// which only some share a host, a clear error when /dev/shm is too small, nothing left in
+// /dev/shm after a rank crashed during set-up, and a description that names the copy path.
+#include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstddef>
+
+#include <cstring>
+#include <thread>
+
+#include "transport/connection_conformance.h"
+#include "transport/shm/transport.h"
+
+namespace coll::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const TransportUnderTest kShm{"shm", transport::shm::createTransport, nullptr, transport::shm::segmentNameFor};
+
+bool awaitPhase(const RankSlot& slot, int phase, std::chrono::milliseconds limit = 20'000ms) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (slot.phase.load() < phase) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// Ranks 0 and 1 share a host, rank 2 is alone (it creates no segment but joins the set-up).
+TEST(ShmTransport, OnlySomeRanksShareTheHost) {
+  CaseOptions o;
+  o.ranks = 3;
+  o.create_transport = false;
+  expectAllSucceeded(runCase(kShm, [](Endpoint& ep) {
+    std::vector<int> peers;
+    if (ep.self.rank < 2) peers.push_back(1 - ep.self.rank);
+    Status st = createFor(kShm, ep, caseConfig(kShm, {}), peers, &ep.owned);
+    RANK_CHECK(st.isOk(), "set-up: %s", st.message().c_str());
+    ep.transport = ep.owned.get();
+    Connection* conn = nullptr;
+    for (int r = 0; r < 3; ++r) {
+      if (r == ep.self.rank) continue;
+      st = ep.transport->connect(r, ep.deadline, &conn);
+      bool local = ep.self.rank < 2 && r < 2;
+      RANK_CHECK(local ? st.isOk() : st.code() == ErrorCode::InvalidArgument && !st.isOk(), "connect(%d): %s", r,
+                 st.isOk() ? "ok" : st.message().c_str());
+    }
+    if (ep.self.rank == 2) return;
+    (void)ep.transport->connect(1 - ep.self.rank, ep.deadline, &conn);
+    std::string want = strprintf("peer %d (same host, shm, cma)", 1 - ep.self.rank);
+    RANK_CHECK(conn->describe() == want, "describe(): '%s', expected '%s'", conn->describe().c_str(), want.c_str());
+    std::vector<uint8_t> out(1 << 20), in = recvBuffer(1 << 20);
+    fillPattern(out.data(), out.size(), ep.self.rank);
+    conn->postSend(out.data(), out.size(), 1, 1);
+    conn->postRecv(in.data(), in.size() - 64, 1, 2);
+    for (const auto& [cookie, s] : ep.wait(2)) RANK_CHECK(s.isOk(), "request %d: %s", int(cookie), s.message().c_str());
+    checkPattern(in.data(), 1 << 20, 1 - ep.self.rank, "message");
+  }, o));
+}
+
+// Makes process_vm_readv fail with EPERM in this process, as Docker's default seccomp profile
+// does (without CAP_SYS_PTRACE).
+bool forbidCrossMemoryAttach() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(std::size(filter)), filter};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+// Rank 1 may not read rank 0's memory: the probe finds out at set-up, rank 0's large messages
+// come through the slots and rank 1's still by CMA ("cma one way"); data arrives intact.
+TEST(ShmTransport, FallsBackToSlotsWhereCmaIsForbidden) {
+  CaseOptions o;
+  o.create_transport = false;
+  expectAllSucceeded(runCase(kShm, [](Endpoint& ep) {
+    int peer = 1 - ep.self.rank;
+    if (ep.self.rank == 1) RANK_CHECK(forbidCrossMemoryAttach(), "cannot install the seccomp filter");
+    Status st = createFor(kShm, ep, caseConfig(kShm, {}), {peer}, &ep.owned);
+    RANK_CHECK(st.isOk(), "set-up: %s", st.message().c_str());
+    ep.transport = ep.owned.get();
+    Connection* conn = nullptr;
+    RANK_CHECK(ep.transport->connect(peer, ep.deadline, &conn).isOk(), "connect");
+    std::string want = strprintf("peer %d (same host, shm, cma one way)", peer);
+    RANK_CHECK(conn->describe() == want, "describe(): '%s', expected '%s'", conn->describe().c_str(), want.c_str());
+    std::vector<uint8_t> out(4 << 20), in = recvBuffer(4 << 20);
+    fillPattern(out.data(), out.size(), ep.self.rank);
+    conn->postSend(out.data(), out.size(), 1, 1);
+    conn->postRecv(in.data(), 4 << 20, 1, 2);
+    for (const auto& [cookie, s] : ep.wait(2)) RANK_CHECK(s.isOk(), "request %d: %s", int(cookie), s.message().c_str());
+    checkPattern(in.data(), 4 << 20, peer, "message");
+  }, o));
+}
+
+// Rings that cannot fit: every rank fails at once (not at the timeout) with a message naming
+// what /dev/shm has, what coll needs and both ways out. Nothing is allocated on the way.
+TEST(ShmTransport, DevShmTooSmall) {
+  CaseOptions o;
+  o.create_transport = false;
+  expectAllSucceeded(runCase(kShm, [](Endpoint& ep) {
+    Config c = caseConfig(kShm, {});
+    c.shm_slot_bytes = 64 << 20;
+    c.shm_nslots = 1 << 20;  // 64 TiB per peer
+    auto start = std::chrono::steady_clock::now();
+    Status st = createFor(kShm, ep, c, {1 - ep.self.rank}, &ep.owned);
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    RANK_CHECK(!st.isOk(), "set-up succeeded");
+    const std::string& m = st.message();
+    bool own = m.find("/dev/shm has ") != std::string::npos;
+    bool peers = m.find("could not set up shared memory") != std::string::npos;  // the peer's failure came first
+    RANK_CHECK(own || peers, "unexpected message: %s", m.c_str());
+    if (own)
+      RANK_CHECK(m.find(" free, coll needs 128") != std::string::npos &&
+                 m.find("--shm-size") != std::string::npos && m.find("COLL_TRANSPORT=socket") != std::string::npos,
+                 "unclear message: %s", m.c_str());
+    RANK_CHECK(took < 5.0, "failing took %.1f s", took);
+  }, o));
+}
+
+// Rank 1 is SIGKILLed while its segment exists (set-up cannot finish before rank 2 arrives).
+// The survivors fail within the timeout and remove the dead rank's name too.
+TEST(ShmTransport, RankKilledDuringSetUpLeavesNothingBehind) {
+  CaseOptions o;
+  o.ranks = 3;
+  o.create_transport = false;
+  o.configure = [](Config* c) { c->timeout = 3s; };
+  o.run.parent_action = [](const std::vector<pid_t>& pids, RankSlot* slots) {
+    if (!awaitPhase(slots[1], 1)) return;
+    ::kill(pids[1], SIGKILL);
+    slots[2].phase = 1;  // go
+  };
+  auto outcomes = runCase(kShm, [&](Endpoint& ep) {
+    std::vector<int> peers;
+    for (int r = 0; r < 3; ++r)
+      if (r != ep.self.rank) peers.push_back(r);
+    if (ep.self.rank == 1) {
+      std::thread([name = "/dev/shm" + transport::shm::segmentNameFor(ep.directory, 1), &ep] {
+        while (::access(name.c_str(), F_OK) != 0) std::this_thread::sleep_for(1ms);
+        ep.self.slot->phase = 1;  // the segment exists: kill me
+      }).detach();
+    }
+    if (ep.self.rank == 2) RANK_CHECK(awaitPhase(*ep.self.slot, 1), "never told to go");
+    Status st = createFor(kShm, ep, caseConfig(kShm, o), peers, &ep.owned);
+    RANK_CHECK(!st.isOk(), "set-up succeeded without rank 1");
+  }, o);
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_EQ(outcomes[1].signal, SIGKILL) << outcomes[1].describe();
+  for (int r : {0, 2}) EXPECT_TRUE(outcomes[r].exited && outcomes[r].exit_code == 0) << outcomes[r].describe();
+}
+
+}  // namespace
+}  // namespace coll::test
