@@ -79,19 +79,26 @@ class Executor {
     return queues_[key];
   }
 
-  // Posts queue heads whose dependencies are done until nothing changes (local steps finish
-  // immediately and may release more).
+  // Posts queue heads whose dependencies are done until nothing changes. Transfers go first
+  // and local steps (copies, divisions: they run inline and may take milliseconds) last, so a
+  // root's copy of its own buffer overlaps the peers' reads instead of delaying them.
   Status postReady() {
     bool progressed = true;
     while (progressed) {
       progressed = false;
-      for (auto& [key, q] : queues_) {
-        while (q.next < q.steps.size() && waiting_[q.steps[q.next]] == 0) {
-          COLL_RETURN_IF_ERROR(post(q.steps[q.next], q.conn));
-          ++q.next;
-          progressed = true;
-        }
-      }
+      for (auto& [key, q] : queues_)
+        if (key >= 0) COLL_RETURN_IF_ERROR(postHeads(q, &progressed));
+      auto local = queues_.find(-1);
+      if (local != queues_.end()) COLL_RETURN_IF_ERROR(postHeads(local->second, &progressed));
+    }
+    return Status::ok();
+  }
+
+  Status postHeads(Queue& q, bool* progressed) {
+    while (q.next < q.steps.size() && waiting_[q.steps[q.next]] == 0) {
+      COLL_RETURN_IF_ERROR(post(q.steps[q.next], q.conn));
+      ++q.next;
+      *progressed = true;
     }
     return Status::ok();
   }
