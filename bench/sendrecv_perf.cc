@@ -2,14 +2,9 @@
 // rank sends to rank + 1 and receives from rank - 1. As in nccl-tests, the in-place column is
 // timed but not checked.
 //
-// nccl-tests posts the send and the receive in one group, so they progress together. coll has
-// no groups and runs a communicator's ops one at a time in issue order, and a send completes
-// only once the peer took its data (shm moves slices of 128 KiB and more by CMA, sockets block
-// once the kernel buffers are full): if every rank sent first, every rank would wait in its
-// send for a receive nobody has posted yet. So even ranks send first and odd ranks receive
-// first; no rank then waits in a cycle, but a rank's send and receive no longer overlap, so
-// the times are about twice those of an overlapped exchange. Issue send then receive on every
-// rank once coll can progress queued point-to-point ops together.
+// As nccl-tests does, the send and the receive are posted in one group, so they progress
+// together (every rank sends before it receives; outside a group each send would wait for a
+// receive its peer has not posted yet).
 #include "perf_common.h"
 
 namespace {
@@ -29,13 +24,12 @@ coll::bench::CollDesc sendRecvDesc() {
     // One rank would send to itself, which coll refuses: that message is a copy.
     if (n == 1) return comm.broadcast(send, recv, row.counts.param, row.type, 0);
     const int to = (row.rank + 1) % n, from = (row.rank + n - 1) % n;
-    // Ops complete in issue order: the Work of the second covers the first too.
-    if (row.rank % 2 == 1) {
-      comm.recv(recv, row.counts.param, row.type, from);
-      return comm.send(send, row.counts.param, row.type, to);
-    }
+    // A group's works complete together: the receive's Work covers the send.
+    comm.groupStart();
     comm.send(send, row.counts.param, row.type, to);
-    return comm.recv(recv, row.counts.param, row.type, from);
+    coll::Work done = comm.recv(recv, row.counts.param, row.type, from);
+    comm.groupEnd();
+    return done;
   };
   desc.expected = [](const coll::bench::Row& row, size_t i) {
     return row.pattern->value((row.rank + row.nranks - 1) % row.nranks, i);

@@ -108,6 +108,11 @@ collResult_t collRequestTest(collRequest_t request);
 collResult_t collRequestWait(collRequest_t request, long timeout_ms);
 collResult_t collRequestFree(collRequest_t request);
 
+/* Like ncclGroupStart/ncclGroupEnd: collSend/collRecv calls in between (on any communicator of
+ * this thread) return at once and run together at collGroupEnd, which waits for all of them. */
+collResult_t collGroupStart(void);
+collResult_t collGroupEnd(void);
+
 #ifdef __cplusplus
 }
 #endif

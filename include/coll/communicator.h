@@ -79,6 +79,14 @@ class Communicator {
   // Completes once every rank has called it.
   Work barrier();
 
+  // Like ncclGroupStart/ncclGroupEnd: send and recv issued in between are held back and run as
+  // one operation at groupEnd, so this rank's sends and receives progress together. Required
+  // when ranks send large messages before receiving (each waits for its peer to receive).
+  // Groups nest; only send/recv may be issued inside (others throw InvalidArgument). Their
+  // Works complete together.
+  void groupStart();
+  void groupEnd();
+
   // Fails every queued and running op with PeerLost ("aborted by the application"), closes
   // every connection so peers fail fast too, and returns in bounded time. Idempotent.
   void abort();

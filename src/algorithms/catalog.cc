@@ -3,6 +3,7 @@
 #include "algorithms/chain_broadcast.h"
 #include "algorithms/direct_allreduce.h"
 #include "algorithms/direct_collectives.h"
+#include "algorithms/hierarchical_allreduce.h"
 #include "algorithms/ring_collectives.h"
 #include "algorithms/ring_allreduce.h"
 
@@ -35,6 +36,7 @@ const std::vector<AlgorithmInfo>& catalog() {
   static const std::vector<AlgorithmInfo> algorithms = {
       {Collective::allreduce, "ring", buildRingAllreduce},
       {Collective::allreduce, "direct", buildDirectAllreduce},
+      {Collective::allreduce, "hierarchical", buildHierarchicalAllreduce},
       {Collective::broadcast, "chain", buildChainBroadcast},
       {Collective::broadcast, "direct", buildDirectBroadcast},
       {Collective::reduce, "ring", buildRingReduce},

@@ -18,4 +18,8 @@ Schedule buildDirectScatter(const BuildParams& p);
 Schedule buildSend(const BuildParams& p);
 Schedule buildRecv(const BuildParams& p);
 
+// One schedule running several ops' schedules side by side (step i of part k gets op_index k),
+// so grouped sends and receives progress together. Per-peer order follows the parts' order.
+Schedule fuseSchedules(std::vector<Schedule> parts);
+
 }  // namespace coll::algo

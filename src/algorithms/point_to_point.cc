@@ -21,6 +21,22 @@ Schedule build(const BuildParams& p, StepKind kind, const char* name) {
 
 }  // namespace
 
+Schedule fuseSchedules(std::vector<Schedule> parts) {
+  Schedule fused;
+  fused.algorithm = "group";
+  fused.num_phases = 1;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    auto base = static_cast<uint32_t>(fused.steps.size());
+    for (Step& step : parts[k].steps) {
+      for (uint32_t& d : step.deps) d += base;
+      step.op_index = static_cast<uint16_t>(k);
+      fused.steps.push_back(std::move(step));
+    }
+    fused.scratch_bytes = std::max(fused.scratch_bytes, parts[k].scratch_bytes);
+  }
+  return fused;
+}
+
 Schedule buildSend(const BuildParams& p) { return build(p, StepKind::send, "p2p"); }
 Schedule buildRecv(const BuildParams& p) { return build(p, StepKind::recv, "p2p"); }
 

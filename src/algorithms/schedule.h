@@ -29,6 +29,7 @@ struct Step {
   size_t bytes = 0;
   size_t scratch_offset = 0;           // recvReduce only
   uint32_t phase = 0;                  // the algorithm's step number, for error messages
+  uint16_t op_index = 0;               // which op's buffers and tag (several when ops are fused)
   std::vector<uint32_t> deps;          // indices of steps that must finish first
 };
 

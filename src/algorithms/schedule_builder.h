@@ -45,6 +45,8 @@ struct BuildParams {
   int root = 0;           // rooted collectives
   size_t slice_bytes = 512 << 10;
   int pipeline_depth = 8; // receive slots per peer for reductions
+  // Ranks of each host, in rank order (empty: unknown). Hierarchical algorithms need it.
+  const std::vector<std::vector<int>>* hosts = nullptr;
 };
 
 }  // namespace coll::algo

@@ -1,8 +1,10 @@
 // The NCCL-shaped C API over coll::Communicator. Errors become collResult_t, and their text
 // is kept per thread for collGetLastError.
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "bootstrap/auth.h"
 #include "bootstrap/hosted_store.h"
@@ -82,12 +84,26 @@ collResult_t finishBlocking(coll::Work work) {
   return collSuccess;
 }
 
-// The blocking form: no stream (a CUDA build's business), then issue the op and wait for it.
+// Inside collGroupStart/End: the communicators joined and the ops issued, waited at the end.
+thread_local int g_group_depth = 0;
+thread_local std::vector<collComm_t> g_group_comms;
+thread_local std::vector<coll::Work> g_group_works;
+
+// The blocking form: no stream (a CUDA build's business), then issue the op and wait for it
+// (inside a group: join the group and wait at collGroupEnd).
 template <typename Issue>
 collResult_t blocking(const char* name, collComm_t comm, collStream_t stream, Issue&& issue) {
   if (stream) return failWith(collUnsupported, std::string(name) + ": CUDA streams need a CUDA build of coll");
   if (collResult_t r = checkComm(comm, name); r != collSuccess) return r;
-  return guarded([&] { return finishBlocking(issue(*comm->comm)); });
+  if (g_group_depth == 0) return guarded([&] { return finishBlocking(issue(*comm->comm)); });
+  return guarded([&] {
+    if (std::find(g_group_comms.begin(), g_group_comms.end(), comm) == g_group_comms.end()) {
+      comm->comm->groupStart();
+      g_group_comms.push_back(comm);
+    }
+    g_group_works.push_back(issue(*comm->comm));
+    return collSuccess;
+  });
 }
 
 coll::DataType dataType(collDataType_t t) { return static_cast<coll::DataType>(t); }
@@ -308,6 +324,30 @@ collResult_t collRequestWait(collRequest_t request, long timeout_ms) {
 collResult_t collRequestFree(collRequest_t request) {
   delete request;
   return collSuccess;
+}
+
+collResult_t collGroupStart(void) {
+  ++g_group_depth;
+  return collSuccess;
+}
+
+collResult_t collGroupEnd(void) {
+  if (g_group_depth == 0) return invalid("collGroupEnd without collGroupStart");
+  if (--g_group_depth > 0) return collSuccess;
+  std::vector<collComm_t> comms;
+  std::vector<coll::Work> works;
+  comms.swap(g_group_comms);
+  works.swap(g_group_works);
+  return guarded([&] {
+    for (collComm_t c : comms)
+      if (isLive(c)) c->comm->groupEnd();
+    collResult_t first = collSuccess;
+    for (const coll::Work& w : works) {
+      collResult_t r = guarded([&] { return finishBlocking(w); });
+      if (first == collSuccess) first = r;
+    }
+    return first;
+  });
 }
 
 }  // extern "C"

@@ -105,6 +105,9 @@ Work Communicator::barrier() {
   return impl_->enqueue(request(OpKind::barrier, nullptr, nullptr, 0, DataType::u8, ReduceOp::max, -1));
 }
 
+void Communicator::groupStart() { impl_->groupStart(); }
+void Communicator::groupEnd() { impl_->groupEnd(); }
+
 void Communicator::abort() { impl_->abort("aborted by the application"); }
 
 std::optional<Error> Communicator::asyncError() const { return impl_->asyncError(); }

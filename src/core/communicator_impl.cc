@@ -28,7 +28,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& config
   COLL_RETURN_IF_ERROR(impl->connectStore(options));
   auto deadline = transport::Clock::now() + config.timeout;
   COLL_RETURN_IF_ERROR(topology::exchangeHostIds(*impl->store_, impl->key_prefix_, impl->rank_, impl->size_,
-                                                 topology::localHostId(config.host_id), deadline, &impl->hosts_));
+                                                 topology::localHostId(config.host_id, impl->rank_), deadline, &impl->hosts_));
   if (impl->local_rank_ < 0) impl->local_rank_ = impl->hosts_.local_rank;
   transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
                                impl->store_host_};
@@ -77,6 +77,9 @@ CommunicatorImpl::~CommunicatorImpl() {
 Work CommunicatorImpl::enqueue(OpRequest op) {
   Status st = validate(op, rank_, size_);
   if (!st) throw st.toError(format("%s (rank %d)", toString(op.kind), rank_));
+  if (group_depth_ > 0 && !isPointToPoint(op.kind))
+    throw Error(ErrorCode::InvalidArgument, format("%s (rank %d): only send and recv may be issued between groupStart "
+                                                   "and groupEnd", toString(op.kind), rank_));
   op.work = std::make_shared<detail::WorkState>();
   op.work->sequence = next_sequence_++;
   op.work->op_name = toString(op.kind);
@@ -86,6 +89,30 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   op.wire_sequence = isPointToPoint(op.kind) ? p2p_sequence_[2 * op.root + (op.kind == OpKind::send ? 1 : 0)]++
                                              : collective_sequence_++;
   Work work(op.work);
+  if (group_depth_ > 0) {  // held back until groupEnd releases the whole group at once
+    group_.push_back(std::move(op));
+    return work;
+  }
+  push(std::move(op));
+  return work;
+}
+
+void CommunicatorImpl::groupStart() { ++group_depth_; }
+
+void CommunicatorImpl::groupEnd() {
+  if (group_depth_ == 0) throw Error(ErrorCode::InvalidArgument, format("groupEnd (rank %d) without groupStart", rank_));
+  if (--group_depth_ > 0 || group_.empty()) return;
+  OpRequest group;
+  group.kind = OpKind::group;
+  group.members = std::make_shared<std::vector<OpRequest>>(std::move(group_));
+  group_.clear();
+  group.work = std::make_shared<detail::WorkState>();
+  group.work->sequence = group.members->front().work->sequence;
+  group.work->op_name = "group";
+  push(std::move(group));
+}
+
+void CommunicatorImpl::push(OpRequest op) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) throw Error(ErrorCode::InvalidArgument, "communicator is being destroyed");
@@ -93,7 +120,13 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
     queued_.fetch_add(1, std::memory_order_release);
   }
   queue_cv_.notify_one();
-  return work;
+}
+
+// A group's members finish with the group.
+void CommunicatorImpl::complete(OpRequest& op, const std::optional<Error>& error) {
+  if (op.members)
+    for (OpRequest& member : *op.members) member.work->complete(error);
+  op.work->complete(error);
 }
 
 void CommunicatorImpl::progressLoop() {
@@ -120,19 +153,19 @@ void CommunicatorImpl::progressLoop() {
       failed = first_error_;
     }
     if (failed) {
-      op.work->complete(Error(failed->code(), opLabel(op, "") + ": communicator already failed: " + failed->what()));
+      complete(op, Error(failed->code(), opLabel(op, "") + ": communicator already failed: " + failed->what()));
       continue;
     }
     std::string algorithm;
     Status st = execute(op, &algorithm);
     if (st) {
-      op.work->complete(std::nullopt);
+      complete(op, std::nullopt);
       continue;
     }
     Error e = st.toError(opLabel(op, algorithm));
     COLL_WARN("INIT", "%s", e.what());
     fail(e);
-    op.work->complete(e);
+    complete(op, e);
   }
 }
 
@@ -158,6 +191,8 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
   p.root = op.root;
   p.slice_bytes = config_.slice_bytes;
   p.pipeline_depth = config_.pipeline_depth;
+  p.hosts = &hosts_.ranks_of_host;
+  if (op.kind == OpKind::group) return executeGroup(op, p, algorithm);
   OpPlan plan;
   algo::Schedule schedule;
   if (isPointToPoint(op.kind)) {
@@ -181,15 +216,34 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
   return Status::ok();
 }
 
+// Every member's schedule side by side in one, so a rank's grouped sends and receives make
+// progress together (a ring of ranks that all send before they receive cannot deadlock).
+Status CommunicatorImpl::executeGroup(const OpRequest& group, algo::BuildParams p, std::string* algorithm) {
+  std::vector<algo::Schedule> parts;
+  ExecContext ctx;
+  for (const OpRequest& m : *group.members) {
+    p.root = m.root;
+    p.count = m.count;
+    p.elem_size = sizeOf(m.type);
+    parts.push_back(m.kind == OpKind::send ? algo::buildSend(p) : algo::buildRecv(p));
+    ctx.ops.push_back({m.input, m.output, (m.wire_sequence << 8) | static_cast<uint64_t>(OpKind::send)});
+  }
+  algo::Schedule fused = algo::fuseSchedules(std::move(parts));
+  *algorithm = fused.algorithm;
+  return runContext(fused, ctx);
+}
+
 Status CommunicatorImpl::run(const algo::Schedule& schedule, const OpRequest& op, uint64_t tag, const void* input,
                              void* output) {
   ExecContext ctx;
-  ctx.input = input;
-  ctx.output = output;
+  ctx.ops.push_back({input, output, tag});
   ctx.type = op.type;
   ctx.op = op.op;
+  return runContext(schedule, ctx);
+}
+
+Status CommunicatorImpl::runContext(const algo::Schedule& schedule, ExecContext& ctx) {
   ctx.nranks = size_;
-  ctx.tag = tag;
   ctx.deadline = transport::Clock::now() + config_.timeout;
   ctx.scratch = &scratch_;
   ctx.connect = [this, &ctx](int peer, transport::Connection** conn, transport::Transport** via) {
@@ -225,7 +279,7 @@ void CommunicatorImpl::fail(const Error& error) {
   }
   queue_cv_.notify_all();
   for (OpRequest& op : pending)
-    op.work->complete(Error(error.code(), opLabel(op, "") + ": communicator already failed: " + error.what()));
+    complete(op, Error(error.code(), opLabel(op, "") + ": communicator already failed: " + error.what()));
 }
 
 void CommunicatorImpl::abort(const std::string& reason) {

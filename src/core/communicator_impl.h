@@ -12,6 +12,7 @@
 #include "bootstrap/store.h"
 #include "coll/communicator.h"
 #include "core/config.h"
+#include "core/executor.h"
 #include "core/op.h"
 #include "topology/host_grouping.h"
 #include "topology/selector.h"
@@ -31,6 +32,9 @@ class CommunicatorImpl {
   // Validates, numbers and queues the op; throws coll::Error (InvalidArgument) on bad input.
   Work enqueue(OpRequest op);
   void abort(const std::string& reason);
+  // Like ncclGroupStart/End: send/recv issued in between run as one op. Issuing thread only.
+  void groupStart();
+  void groupEnd();
   std::optional<Error> asyncError() const;
   std::string describe() const;
 
@@ -41,6 +45,10 @@ class CommunicatorImpl {
   void progressLoop();
   Status execute(const OpRequest& op, std::string* algorithm);
   Status run(const algo::Schedule& schedule, const OpRequest& op, uint64_t tag, const void* input, void* output);
+  Status executeGroup(const OpRequest& group, algo::BuildParams p, std::string* algorithm);
+  Status runContext(const algo::Schedule& schedule, ExecContext& ctx);
+  void push(OpRequest op);
+  static void complete(OpRequest& op, const std::optional<Error>& error);
   void fail(const Error& error);
   std::string opLabel(const OpRequest& op, const std::string& algorithm) const;
 
@@ -67,7 +75,9 @@ class CommunicatorImpl {
   std::optional<Error> first_error_;
   uint64_t next_sequence_ = 0;  // issuing thread only, like the two below
   uint64_t collective_sequence_ = 0;
-  std::map<int, uint64_t> p2p_sequence_;  // key 2 * peer + (1 for sends, 0 for receives)
+  std::map<int, uint64_t> p2p_sequence_;
+  int group_depth_ = 0;             // issuing thread only
+  std::vector<OpRequest> group_;    // ops held back until the outermost groupEnd  // key 2 * peer + (1 for sends, 0 for receives)
   std::thread thread_;
 };
 

@@ -103,27 +103,30 @@ class Executor {
     return Status::ok();
   }
 
-  char* address(algo::BufferId id, size_t offset) const {
-    const void* base = id == algo::BufferId::input ? ctx_.input : ctx_.output;
+  char* address(algo::BufferId id, const Step& step, size_t offset) const {
+    const OpBuffers& op = ctx_.ops[step.op_index];
+    const void* base = id == algo::BufferId::input ? op.input : op.output;
     return const_cast<char*>(static_cast<const char*>(base)) + offset;
   }
 
   Status post(uint32_t i, transport::Connection* conn) {
     const Step& step = s_.steps[i];
     size_t elems = step.bytes / sizeOf(ctx_.type);
+    uint64_t tag = ctx_.ops[step.op_index].tag;
     switch (step.kind) {
-      case StepKind::send: conn->postSend(address(step.source, step.offset), step.bytes, ctx_.tag, i); break;
-      case StepKind::recv: conn->postRecv(address(algo::BufferId::output, step.offset), step.bytes, ctx_.tag, i); break;
+      case StepKind::send: conn->postSend(address(step.source, step, step.offset), step.bytes, tag, i); break;
+      case StepKind::recv: conn->postRecv(address(algo::BufferId::output, step, step.offset), step.bytes, tag, i); break;
       case StepKind::recvReduce:
-        conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, ctx_.tag, i);
+        conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, tag, i);
         break;
       case StepKind::copy:
-        if (ctx_.input != ctx_.output)
-          std::memcpy(address(algo::BufferId::output, step.offset), address(algo::BufferId::input, step.offset), step.bytes);
+        if (ctx_.ops[step.op_index].input != ctx_.ops[step.op_index].output)
+          std::memcpy(address(algo::BufferId::output, step, step.offset), address(algo::BufferId::input, step, step.offset),
+                      step.bytes);
         finish(i);
         break;
       case StepKind::divide:
-        reduce::divideBy(address(algo::BufferId::output, step.offset), elems, ctx_.type, ctx_.nranks);
+        reduce::divideBy(address(algo::BufferId::output, step, step.offset), elems, ctx_.type, ctx_.nranks);
         finish(i);
         break;
     }
@@ -136,8 +139,8 @@ class Executor {
     if (!c.status) return withStep(c.status, i);
     const Step& step = s_.steps[i];
     if (step.kind == StepKind::recvReduce) {
-      char* out = address(algo::BufferId::output, step.offset);
-      const char* in = address(step.source, step.offset);
+      char* out = address(algo::BufferId::output, step, step.offset);
+      const char* in = address(step.source, step, step.offset);
       const char* received = ctx_.scratch->data() + step.scratch_offset;
       size_t elems = step.bytes / sizeOf(ctx_.type);
       if (in == out) reduce::reduceInto(out, received, elems, ctx_.type, ctx_.op);

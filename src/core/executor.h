@@ -12,13 +12,19 @@
 
 namespace coll {
 
-struct ExecContext {
+// One op's buffers and wire tag. A fused schedule (a group of point-to-point ops) has one per
+// op, and each step names its op by Step::op_index.
+struct OpBuffers {
   const void* input = nullptr;
   void* output = nullptr;
+  uint64_t tag = 0;  // identifies the op on the wire (sequence number and kind)
+};
+
+struct ExecContext {
+  std::vector<OpBuffers> ops;  // at least one
   DataType type = DataType::f32;
   ReduceOp op = ReduceOp::sum;
   int nranks = 1;
-  uint64_t tag = 0;  // identifies the op on the wire (sequence number and kind)
   transport::Deadline deadline;
   // Returns the connection to a peer (establishing it if needed) and the transport to drive.
   std::function<Status(int peer, transport::Connection**, transport::Transport**)> connect;

@@ -20,6 +20,7 @@ const char* toString(OpKind kind) {
     case OpKind::send: return "send";
     case OpKind::recv: return "recv";
     case OpKind::barrier: return "barrier";
+    case OpKind::group: return "group";
   }
   return "?";
 }
@@ -57,6 +58,7 @@ BufferSizes sizesOf(const OpRequest& op, int rank, int n) {
     case OpKind::send: return {b, 0, 0};
     case OpKind::recv: return {0, b, 0};
     case OpKind::barrier: return {0, 0, 0};
+    case OpKind::group: return {0, 0, 0};
   }
   return {};
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "algorithms/catalog.h"
 #include "coll/types.h"
@@ -15,7 +16,8 @@
 namespace coll {
 
 enum class OpKind : uint8_t {
-  allreduce = 1, broadcast, reduce, allgather, reducescatter, alltoall, gather, scatter, send, recv, barrier
+  allreduce = 1, broadcast, reduce, allgather, reducescatter, alltoall, gather, scatter, send, recv, barrier,
+  group,  // send/recv issued between groupStart and groupEnd, run as one fused schedule
 };
 
 const char* toString(OpKind kind);
@@ -31,6 +33,7 @@ struct OpRequest {
   int root = -1;                // rooted collectives; the peer for send/recv
   uint64_t wire_sequence = 0;   // in the message tag: per communicator, or per peer for p2p
   std::shared_ptr<detail::WorkState> work;
+  std::shared_ptr<std::vector<OpRequest>> members;  // kind == group: the grouped ops
 
   size_t bytes() const { return count * sizeOf(type); }
 };

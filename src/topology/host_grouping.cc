@@ -1,5 +1,7 @@
 #include "topology/host_grouping.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <unistd.h>
@@ -8,8 +10,17 @@
 
 namespace coll::topology {
 
-std::string localHostId(const std::string& override_id) {
-  if (!override_id.empty()) return override_id;
+std::string localHostId(const std::string& override_id, int rank) {
+  if (!override_id.empty()) {
+    std::string id = override_id;
+    size_t open = id.find("{rank/");
+    size_t close = open == std::string::npos ? open : id.find('}', open);
+    if (close != std::string::npos) {
+      int k = std::max(1, std::atoi(id.c_str() + open + 6));
+      id.replace(open, close - open + 1, std::to_string(rank / k));
+    }
+    return id;
+  }
   char name[256] = "unknown";
   ::gethostname(name, sizeof name - 1);
   std::string boot_id;
@@ -47,6 +58,17 @@ Status exchangeHostIds(bootstrap::StoreClient& store, const std::string& key_pre
     }
   }
   out->local_size = static_cast<int>(out->local_peers.size()) + 1;
+  out->ranks_of_host.clear();
+  std::vector<std::string> order;  // host ids by first (lowest) rank
+  for (int r = 0; r < size; ++r) {
+    auto it = std::find(order.begin(), order.end(), out->host_of_rank[r]);
+    if (it == order.end()) {
+      order.push_back(out->host_of_rank[r]);
+      out->ranks_of_host.emplace_back();
+      it = order.end() - 1;
+    }
+    out->ranks_of_host[it - order.begin()].push_back(r);
+  }
   out->num_hosts = static_cast<int>(hosts.size());
   return Status::ok();
 }

@@ -12,7 +12,9 @@
 
 namespace coll::topology {
 
-std::string localHostId(const std::string& override_id);
+// COLL_HOST_ID when set, with "{rank/K}" replaced by rank / K (so one machine can pose as
+// several hosts of K ranks, for tests and experiments); else hostname/boot-id.
+std::string localHostId(const std::string& override_id, int rank);
 
 struct HostGrouping {
   std::vector<std::string> host_of_rank;  // host id per rank
@@ -20,6 +22,7 @@ struct HostGrouping {
   int local_rank = 0;                     // index of this rank among the ranks of its host
   int local_size = 1;
   int num_hosts = 1;
+  std::vector<std::vector<int>> ranks_of_host;  // hosts ordered by their lowest rank
 };
 
 // Publishes this rank's host id in the store and reads everyone's (collective).

@@ -1,5 +1,6 @@
 #include "topology/selector.h"
 
+#include "algorithms/hierarchical_allreduce.h"
 #include "core/log.h"
 
 namespace coll::topology {
@@ -16,6 +17,12 @@ Choice Selector::choose(algo::Collective collective, size_t bytes) {
     // Every peer is equally close, so one hop beats n-1 hops and no link is oversubscribed.
     c.algorithm = algo::findAlgorithm(collective, "direct");
     c.reason = "all ranks on one host: one-hop direct exchange";
+  } else if (collective == algo::Collective::allreduce && algo::hierarchicalFits(&hosts_.ranks_of_host)) {
+    // Each host's link then carries 2(H-1)/H of the buffer, not the flat ring's 2(n-1)/n,
+    // and every local rank drives the network at once with 1/L of the data.
+    c.algorithm = algo::findAlgorithm(collective, "hierarchical");
+    c.reason = format("%d hosts x %zu ranks: shared memory inside hosts, one ring per local rank across them",
+                      hosts_.num_hosts, hosts_.ranks_of_host.front().size());
   } else {
     c.algorithm = algo::findAlgorithm(collective, collective == algo::Collective::allreduce ? "ring" : "chain");
     c.reason = format("%d hosts: bandwidth-optimal pipelined %s", hosts_.num_hosts,

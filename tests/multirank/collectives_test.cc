@@ -389,7 +389,7 @@ void pipeline(Communicator& comm, Rank& self) {
 // neighbours, whose connections are made on demand. Messages are small: ops run one at a time
 // in issue order, so every rank's send must complete before its receive is even posted, which
 // works only while the transport completes a send without the peer (shm: under 128 KiB, larger
-// slices go by CMA; sockets: about 16 MiB). See DISABLED_SendRecvRingOfLargeMessages.
+// slices go by CMA; sockets: about 16 MiB). Larger: see SendRecvRingOfLargeMessagesInAGroup.
 void ring(Communicator& comm, Rank& self, int d) {
   const int n = comm.size(), rank = comm.rank();
   const int right = (rank + d) % n, left = (rank + n - d % n) % n;
@@ -527,20 +527,22 @@ TEST_P(Collectives, SendRecvRing) {
   }));
 }
 
-// nccl-tests' sendrecv with 1 MiB messages, every rank sending first. NCCL runs the pair as
-// one group; coll runs ops one at a time, so today every rank waits in its send for a receive
-// its peer has not posted yet (until COLL_TIMEOUT). Enable once queued point-to-point ops
-// progress together.
-TEST_P(Collectives, DISABLED_SendRecvRingOfLargeMessages) {
+// nccl-tests' sendrecv with 1 MiB messages. Every rank sends a large message before it receives: only a group makes that progress (as in
+// NCCL), since each send waits for a receive its peer has not posted yet.
+TEST_P(Collectives, SendRecvRingOfLargeMessagesInAGroup) {
   if (GetParam() == 1) GTEST_SKIP() << "one rank has no peer";
   expectAllSucceeded(runRanks(GetParam(), [](Communicator& comm, Rank&) {
     const int n = comm.size(), rank = comm.rank();
     const size_t count = 256 << 10;
     std::vector<int32_t> out(count), in(count, -7);
     for (size_t i = 0; i < count; ++i) out[i] = p2pValue(kRing, rank, 99, i);
-    comm.send(out.data(), count, DataType::i32, (rank + 1) % n);
+    comm.groupStart();
+    Work s = comm.send(out.data(), count, DataType::i32, (rank + 1) % n);
     Work w = comm.recv(in.data(), count, DataType::i32, (rank + n - 1) % n);
+    comm.groupEnd();
+    RANK_CHECK(s.wait(std::chrono::seconds(10)), "the grouped send did not finish within 10 s");
     RANK_CHECK(w.wait(std::chrono::seconds(10)), "send then receive of 1 MiB did not finish within 10 s");
+    RANK_CHECK(s.test(), "a group's works complete together");
     for (size_t i = 0; i < count; ++i)
       RANK_CHECK(in[i] == p2pValue(kRing, (rank + n - 1) % n, 99, i), "element %zu is %d", i, in[i]);
   }));
