@@ -146,6 +146,17 @@ TEST_P(CApiRanks, EveryOtherCollectiveBlocking) {
       for (size_t i = 0; i < per; ++i) RANK_CHECK(msg[i] == v(rank - 1, i), "recv element %zu is %d", i, msg[i]);
     C_CHECK(collBarrier(comm, nullptr));
 
+    // A ring where every rank sends 1 MiB before it receives: only a group makes progress.
+    std::vector<int32_t> big(256 << 10), big_in(256 << 10, -1);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = v(rank, i);
+    C_CHECK(collGroupStart());
+    C_CHECK(collSend(big.data(), big.size(), collInt32, (rank + 1) % n, comm, nullptr));
+    C_CHECK(collRecv(big_in.data(), big_in.size(), collInt32, (rank + n - 1) % n, comm, nullptr));
+    C_CHECK(collGroupEnd());
+    for (size_t i = 0; i < big_in.size(); i += 4099)
+      RANK_CHECK(big_in[i] == v((rank + n - 1) % n, i), "grouped recv element %zu is %d", i, big_in[i]);
+    RANK_CHECK(collGroupEnd() == collInvalidArgument, "collGroupEnd without collGroupStart must be refused");
+
     int stream = 0;
     RANK_CHECK(collBarrier(comm, &stream) == collUnsupported, "a stream must be refused");
     RANK_CHECK(collAlltoAll(a2a.data(), a2a.data(), per, collInt32, comm, nullptr) == collInvalidArgument,
