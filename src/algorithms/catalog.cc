@@ -1,5 +1,6 @@
 #include "algorithms/catalog.h"
 
+#include "algorithms/binomial_broadcast.h"
 #include "algorithms/chain_broadcast.h"
 #include "algorithms/direct_allreduce.h"
 #include "algorithms/direct_collectives.h"
@@ -39,6 +40,7 @@ const std::vector<AlgorithmInfo>& catalog() {
       {Collective::allreduce, "hierarchical", buildHierarchicalAllreduce},
       {Collective::broadcast, "chain", buildChainBroadcast},
       {Collective::broadcast, "direct", buildDirectBroadcast},
+      {Collective::broadcast, "binomial", buildBinomialBroadcast},
       {Collective::reduce, "ring", buildRingReduce},
       {Collective::allgather, "ring", buildRingAllgather},
       {Collective::reducescatter, "ring", buildRingReduceScatter},

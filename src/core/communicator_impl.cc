@@ -33,7 +33,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& config
   transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
                                impl->store_host_};
   COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_));
-  impl->selector_ = std::make_unique<topology::Selector>(std::move(rules), impl->hosts_);
+  impl->selector_ = std::make_unique<topology::Selector>(std::move(rules), impl->hosts_, config.slice_bytes);
   COLL_RETURN_IF_ERROR(impl->connectNeighbours());
   // Nobody leaves init before everybody is connected, so rank 0 may stop serving the store
   // without stranding a late rank.

@@ -23,6 +23,11 @@ Choice Selector::choose(algo::Collective collective, size_t bytes) {
     c.algorithm = algo::findAlgorithm(collective, "hierarchical");
     c.reason = format("%d hosts x %zu ranks: shared memory inside hosts, one ring per local rank across them",
                       hosts_.num_hosts, hosts_.ranks_of_host.front().size());
+  } else if (collective == algo::Collective::broadcast && bytes <= slice_bytes_) {
+    // One slice cannot pipeline down a chain, so hops decide: log2(n) beats n-1.
+    c.algorithm = algo::findAlgorithm(collective, "binomial");
+    c.reason = format("%d hosts, at most one slice (%s): binomial tree, log2(n) hops", hosts_.num_hosts,
+                      formatBytes(slice_bytes_).c_str());
   } else {
     c.algorithm = algo::findAlgorithm(collective, collective == algo::Collective::allreduce ? "ring" : "chain");
     c.reason = format("%d hosts: bandwidth-optimal pipelined %s", hosts_.num_hosts,

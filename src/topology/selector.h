@@ -21,13 +21,16 @@ struct Choice {
 
 class Selector {
  public:
-  Selector(std::vector<AlgoRule> rules, const HostGrouping& hosts) : rules_(std::move(rules)), hosts_(hosts) {}
+  // slice_bytes: the pipelining unit (COLL_SLICE_BYTES); below it nothing pipelines.
+  Selector(std::vector<AlgoRule> rules, const HostGrouping& hosts, size_t slice_bytes = 512 << 10)
+      : rules_(std::move(rules)), hosts_(hosts), slice_bytes_(slice_bytes) {}
 
   Choice choose(algo::Collective collective, size_t bytes);
 
  private:
   std::vector<AlgoRule> rules_;
   HostGrouping hosts_;
+  size_t slice_bytes_;
   std::set<std::string> logged_;
 };
 

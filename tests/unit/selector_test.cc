@@ -70,6 +70,7 @@ TEST(Selector, OneHostUsesDirectAndSeveralUseRingAndChain) {
   EXPECT_STREQ(c.algorithm->name, "ring");
   EXPECT_NE(c.reason.find("4 hosts"), std::string::npos) << c.reason;
   EXPECT_STREQ(many.choose(Collective::broadcast, 1 << 28).algorithm->name, "chain");
+  EXPECT_STREQ(many.choose(Collective::broadcast, 8).algorithm->name, "binomial") << "one slice: fewest hops";
 }
 
 TEST(Selector, RulesOverrideTheDefaultAndSayWhy) {

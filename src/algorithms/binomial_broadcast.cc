@@ -1,0 +1,50 @@
+#include "algorithms/binomial_broadcast.h"
+
+#include <algorithm>
+
+#include "algorithms/patterns/ring.h"
+
+namespace coll::algo {
+namespace {
+
+// Positions are distances from the root. The parent of v clears v's lowest set bit; the
+// children of v are v + 2^k for every 2^k below that bit (every 2^k < n for the root).
+int lowestBit(int v, int n) {
+  if (v == 0) {
+    int top = 1;
+    while (top < n) top <<= 1;
+    return top;
+  }
+  return v & -v;
+}
+
+}  // namespace
+
+Schedule buildBinomialBroadcast(const BuildParams& p) {
+  const int n = p.nranks, v = ring::mod(p.rank - p.root, n);
+  const size_t per = std::max<size_t>(1, p.slice_bytes / p.elem_size);
+  const size_t slices = ring::numSlices(p.count, per);
+  ScheduleBuilder b("binomial", slices);
+  int rounds = 0;
+  while ((1 << rounds) < n) ++rounds;
+  b.setNumPhases(static_cast<uint32_t>(std::max(1, rounds)));
+  if (p.count == 0) return b.finish();
+  const bool is_root = v == 0;
+  if (is_root && !p.in_place) b.addWritingAll({StepKind::copy, BufferId::input, -1, 0, p.count * p.elem_size});
+  const int low = lowestBit(v, n);
+  const int parent = ring::mod(p.root + (v - (v == 0 ? 0 : low)), n);
+  for (size_t j = 0; j < slices; ++j) {
+    size_t offset = j * per * p.elem_size, bytes = std::min(per, p.count - j * per) * p.elem_size;
+    if (!is_root) b.add({StepKind::recv, BufferId::output, parent, offset, bytes, 0, 0}, {}, {j});
+    for (int bit = low >> 1; bit >= 1; bit >>= 1) {  // farthest child first: its subtree is largest
+      if (v + bit >= n) continue;
+      int child = ring::mod(p.root + v + bit, n);
+      BufferId source = is_root ? BufferId::input : BufferId::output;
+      if (is_root) b.add({StepKind::send, source, child, offset, bytes, 0, 0}, {}, {});
+      else b.add({StepKind::send, source, child, offset, bytes, 0, 0}, {j}, {});
+    }
+  }
+  return b.finish();
+}
+
+}  // namespace coll::algo
