@@ -1,0 +1,70 @@
+// The `coll` Python module: enums, coll.Error, coll.init() and the classes bound in
+// errors.cc, work.cc and communicator.cc.
+#include "bindings.h"
+
+namespace coll::python {
+namespace {
+
+const char* const kModuleDoc = R"doc(coll: collective communication on numpy arrays.
+
+    import numpy as np, coll
+    comm = coll.init()                      # from collrun / torchrun / mpirun / srun
+    x = np.full(1024, comm.rank, np.float32)
+    comm.allreduce(x).wait()                # in place: x = sum over ranks
+    parts = comm.allgather(x).get()         # new array, shape (comm.size, 1024)
+
+Every op is asynchronous and returns a coll.Work: wait(timeout=None) -> bool, test(),
+error(), get() -> the result array, .result, .sequence. Arrays must be C-contiguous numpy
+arrays of float16/32/64, int8/32/64 or uint8/32/64 (bfloat16 has no numpy dtype); only their
+element counts matter. ``recv`` is optional everywhere: None means in place for allreduce,
+broadcast and reduce, and a newly allocated output for allgather, reduce_scatter, alltoall,
+gather and scatter. Failures raise coll.Error, whose ``code`` names the cause ('Timeout',
+'PeerLost', 'Mismatch', 'InvalidArgument', 'Unsupported', 'Transport', 'Internal'); bad
+Python arguments raise TypeError or ValueError before anything is sent. Waiting, init and
+closing release the GIL.
+)doc";
+
+}  // namespace
+}  // namespace coll::python
+
+PYBIND11_MODULE(coll, m) {
+  namespace py = pybind11;
+  using namespace coll::python;
+  m.doc() = kModuleDoc;
+
+  py::enum_<coll::DataType>(m, "DataType")
+      .value("float32", coll::DataType::f32)
+      .value("float64", coll::DataType::f64)
+      .value("float16", coll::DataType::f16)
+      .value("bfloat16", coll::DataType::bf16)
+      .value("int8", coll::DataType::i8)
+      .value("uint8", coll::DataType::u8)
+      .value("int32", coll::DataType::i32)
+      .value("uint32", coll::DataType::u32)
+      .value("int64", coll::DataType::i64)
+      .value("uint64", coll::DataType::u64);
+  py::enum_<coll::ReduceOp>(m, "ReduceOp")
+      .value("sum", coll::ReduceOp::sum)
+      .value("prod", coll::ReduceOp::prod)
+      .value("min", coll::ReduceOp::min)
+      .value("max", coll::ReduceOp::max)
+      .value("avg", coll::ReduceOp::avg);
+
+  bindErrors(m);
+  bindWork(m);
+  bindCommunicator(m);
+
+  m.def("init", [] {
+        std::unique_ptr<coll::Communicator> comm;
+        {
+          py::gil_scoped_release release;  // waits for the other ranks (bounded by COLL_TIMEOUT)
+          comm = coll::Communicator::fromEnvironment();
+        }
+        return std::make_unique<PyCommunicator>(std::move(comm));
+      },
+      "init() -> Communicator\n\n"
+      "Joins the job the launcher started (collrun, torchrun, Open MPI, MPICH, Slurm; MASTER_ADDR/\n"
+      "MASTER_PORT override). Raises coll.Error: InvalidArgument when the environment is\n"
+      "incomplete, Timeout when the others do not arrive within COLL_TIMEOUT.");
+  m.attr("__version__") = "0.1.0";
+}

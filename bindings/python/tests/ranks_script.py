@@ -1,0 +1,282 @@
+"""One rank of the Python binding tests; test_collectives.py starts it under collrun -n N.
+
+    collrun -n 3 python3 ranks_script.py collectives|errors|abort|leak
+
+Checks every collective against a numpy reference for every dtype, counts 0, 1 and 1009, in
+place and out of place; or the errors the bindings raise; or abort. Inputs depend on rank and
+index (so a misplaced chunk fails) and are small integers (so float16 sums and products are
+exact). Exits non-zero on the first failure, with a message naming the case.
+"""
+import sys
+import threading
+import time
+
+import numpy as np
+
+import coll
+
+DTYPES = [np.float32, np.float64, np.float16, np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64]
+COUNTS = [0, 1, 1009]
+
+
+def data(rank, count, dtype, salt=0):
+    i = np.arange(count, dtype=np.int64)
+    return (((rank + 1) * 7 + i * 3 + salt) % 11 + 1).astype(dtype)
+
+
+def is_float(dtype):
+    return np.dtype(dtype).kind == "f"
+
+
+def reduced(op, arrays, dtype):
+    stack = np.stack(arrays) if arrays[0].size else np.zeros((len(arrays), 0), dtype)
+    with np.errstate(over="ignore"):
+        if op == "sum":
+            return stack.sum(axis=0, dtype=dtype)
+        if op == "prod":
+            return stack.prod(axis=0, dtype=dtype)
+        if op == "min":
+            return stack.min(axis=0, initial=np.iinfo(dtype).max if not is_float(dtype) else np.inf).astype(dtype)
+        if op == "max":
+            return stack.max(axis=0, initial=np.iinfo(dtype).min if not is_float(dtype) else -np.inf).astype(dtype)
+        if op == "avg":
+            return (stack.astype(np.float64).sum(axis=0) / len(arrays)).astype(dtype)
+    raise ValueError(op)
+
+
+def check(got, want, what):
+    assert got is not None, f"{what}: no result"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
+    assert got.size == want.size, f"{what}: {got.size} elements, expected {want.size}"
+    got, want = got.reshape(-1), want.reshape(-1)
+    if is_float(want.dtype):
+        rtol = 1e-2 if want.dtype == np.float16 else 1e-6
+        ok = np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol)
+    else:
+        ok = np.array_equal(got, want)
+    if not ok:
+        bad = np.nonzero(got != want)[0][:5]
+        raise AssertionError(f"{what}: wrong at {bad.tolist()}: got {got[bad].tolist()}, expected {want[bad].tolist()}")
+
+
+def collectives(comm):
+    r, n = comm.rank, comm.size
+    for dt in DTYPES:
+        for count in COUNTS:
+            case = f"{np.dtype(dt).name} x {count}"
+            mine = data(r, count, dt)
+            everyone = [data(p, count, dt) for p in range(n)]
+            ops = ["sum", "prod", "min", "max"] + (["avg"] if is_float(dt) else [])
+            for op in ops:
+                want = reduced(op, everyone, dt)
+                x = mine.copy()
+                w = comm.allreduce(x, op=op)
+                assert w.wait() is True
+                check(x, want, f"allreduce {op} in place {case}")
+                assert w.result is x
+                x = mine.copy()
+                comm.allreduce(x, x, op=op).wait()
+                check(x, want, f"allreduce {op} recv=send {case}")
+                out = np.full(count, 99, dt)
+                check(comm.allreduce(mine, out, op=coll.ReduceOp.__members__[op]).get(), want,
+                      f"allreduce {op} out of place {case}")
+                check(mine, data(r, count, dt), f"allreduce {op} left send alone {case}")
+                for root in range(n):
+                    x = mine.copy()
+                    w = comm.reduce(x, op=op, root=root)
+                    w.wait()
+                    if r == root:
+                        check(x, want, f"reduce {op} root {root} in place {case}")
+                    else:
+                        assert w.result is None
+                    out = np.zeros(count, dt)
+                    w = comm.reduce(mine, out, op=op, root=root)
+                    w.wait()
+                    if r == root:
+                        check(out, want, f"reduce {op} root {root} out of place {case}")
+            for root in range(n):
+                x = mine.copy() if r == root else np.zeros(count, dt)
+                comm.broadcast(x, root=root).wait()
+                check(x, everyone[root], f"broadcast root {root} in place {case}")
+                out = np.zeros(count, dt)
+                comm.broadcast(mine, root=root, recv=out).wait()
+                check(out, everyone[root], f"broadcast root {root} out of place {case}")
+
+            # allgather: allocated, given, in place (send is chunk r of recv)
+            want = np.stack(everyone) if count else np.zeros((n, 0), dt)
+            got = comm.allgather(mine).get()
+            assert got.shape == (n, count), got.shape
+            check(got, want, f"allgather allocated {case}")
+            out = np.zeros(n * count, dt)
+            check(comm.allgather(mine, out).get(), want, f"allgather out of place {case}")
+            out = np.zeros((n, count), dt)
+            out[r] = mine
+            comm.allgather(out[r], out).wait()
+            check(out, want, f"allgather in place {case}")
+
+            # reduce_scatter: send has n chunks of count
+            big = [data(p, n * count, dt, salt=5) for p in range(n)]
+            for op in ["sum", "max"]:
+                want = reduced(op, big, dt)[r * count:(r + 1) * count]
+                got = comm.reduce_scatter(big[r].reshape(n, count), op=op).get()
+                assert got.shape == (count,), got.shape
+                check(got, want, f"reduce_scatter {op} allocated {case}")
+                out = np.zeros(count, dt)
+                check(comm.reduce_scatter(big[r], out, op=op).get(), want, f"reduce_scatter {op} out of place {case}")
+                x = big[r].copy()
+                comm.reduce_scatter(x, x[r * count:(r + 1) * count], op=op).wait()
+                check(x[r * count:(r + 1) * count], want, f"reduce_scatter {op} in place {case}")
+
+            # alltoall: chunk p of rank q's send lands in chunk q of rank p's recv
+            want = np.concatenate([big[q][r * count:(r + 1) * count] for q in range(n)])
+            check(comm.alltoall(big[r]).get(), want, f"alltoall allocated {case}")
+            out = np.zeros(n * count, dt)
+            check(comm.alltoall(big[r], out).get(), want, f"alltoall out of place {case}")
+
+            for root in range(n):
+                # gather: allocated, given, in place on the root
+                want = np.stack(everyone) if count else np.zeros((n, 0), dt)
+                w = comm.gather(mine, root=root)
+                w.wait()
+                if r == root:
+                    check(w.result, want, f"gather root {root} allocated {case}")
+                else:
+                    assert w.result is None
+                out = np.zeros((n, count), dt)
+                comm.gather(mine, out if r == root else None, root=root).wait()
+                if r == root:
+                    check(out, want, f"gather root {root} out of place {case}")
+                    out[:] = 0
+                    out[r] = mine
+                    comm.gather(out[r], out, root=root).wait()
+                    check(out, want, f"gather root {root} in place {case}")
+                else:
+                    comm.gather(mine, root=root).wait()
+                # scatter: allocated (every rank passes send to size it), given recv, in place
+                want = big[root][r * count:(r + 1) * count]
+                got = comm.scatter(big[root].reshape(n, count), root=root).get()
+                check(got, want, f"scatter root {root} allocated {case}")
+                out = np.zeros(count, dt)
+                comm.scatter(big[r] if r == root else None, out, root=root).wait()
+                check(out, want, f"scatter root {root} out of place {case}")
+                x = big[r].copy()
+                recv = x[r * count:(r + 1) * count] if r == root else np.zeros(count, dt)
+                comm.scatter(x if r == root else None, recv, root=root).wait()
+                check(recv, want, f"scatter root {root} in place {case}")
+
+            # send/recv around the ring, grouped so that both directions progress together
+            out = np.zeros(count, dt)
+            with comm.group():
+                ws = comm.send(mine, (r + 1) % n)
+                wr = comm.recv(out, (r - 1) % n)
+            assert wr.wait() and ws.wait()
+            check(out, everyone[(r - 1) % n], f"send/recv ring {case}")
+            comm.group_start()
+            comm.send(mine, (r + 1) % n)
+            w = comm.recv(out, (r - 1) % n)
+            comm.group_end()
+            check(w.get(), everyone[(r - 1) % n], f"send/recv group_start/end {case}")
+    comm.barrier().wait()
+
+
+def expect(exc_type, fn, code=None, what=""):
+    try:
+        fn()
+    except exc_type as e:
+        if code is not None:
+            assert getattr(e, "code", None) == code, f"{what}: code {getattr(e, 'code', None)!r}, expected {code!r}: {e}"
+        return e
+    raise AssertionError(f"{what}: no {exc_type.__name__} raised")
+
+
+def errors(comm):
+    r, n = comm.rank, comm.size
+    x = np.arange(8 * n, dtype=np.float32)
+    e = expect(coll.Error, lambda: comm.alltoall(x, x), "InvalidArgument", "alltoall in place")
+    assert isinstance(e, RuntimeError) and "all-to-all" in str(e), str(e)
+    expect(coll.Error, lambda: comm.send(x, r), "InvalidArgument", "send to oneself")
+    expect(coll.Error, lambda: comm.broadcast(x, root=n), "InvalidArgument", "root out of range")
+    expect(ValueError, lambda: comm.allreduce(x[::2]), what="non-contiguous")
+    expect(ValueError, lambda: comm.allreduce(np.asfortranarray(x.reshape(2, -1))), what="Fortran order")
+    expect(TypeError, lambda: comm.allreduce(x.astype(np.int16)), what="int16")
+    expect(TypeError, lambda: comm.allreduce(x.astype(np.complex64)), what="complex64")
+    expect(TypeError, lambda: comm.allreduce(list(range(4))), what="a list")
+    expect(TypeError, lambda: comm.allreduce(x, x.astype(np.float64)), what="dtype mismatch")
+    expect(ValueError, lambda: comm.allreduce(x, np.zeros(3, np.float32)), what="size mismatch")
+    expect(ValueError, lambda: comm.allreduce(x, op="median"), what="unknown op")
+    ro = x.copy()
+    ro.flags.writeable = False
+    expect(ValueError, lambda: comm.allreduce(ro), what="read-only in place")
+    expect(ValueError, lambda: comm.allgather(x, np.zeros(1, np.float32)), what="allgather recv size")
+    expect(ValueError, lambda: comm.reduce_scatter(np.zeros(n * 3 + 1, np.float32)), what="indivisible send")
+    comm.group_start()
+    expect(coll.Error, lambda: comm.allreduce(x), "InvalidArgument", "collective inside a group")
+    comm.group_end()
+    expect(coll.Error, lambda: comm.group_end(), "InvalidArgument", "group_end without group_start")
+
+    # Works: sequence numbers, test(), wait(timeout) and error()
+    w1 = comm.allreduce(x.copy())
+    w2 = comm.barrier()
+    assert w2.sequence > w1.sequence, (w1.sequence, w2.sequence)
+    assert w2.wait(timeout=30.0) is True and w1.test() and w1.error() is None
+    assert "coll.Work" in repr(w1)
+    # A Work dropped at once: the bindings keep its arrays alive until the op completes.
+    for _ in range(20):
+        comm.allreduce(np.ones(100000, np.float32))
+    comm.barrier().wait()
+
+    # The GIL is released while waiting: a Python thread keeps running while rank 0 is late.
+    ticks = [0]
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks[0] += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    if r == 0:
+        time.sleep(0.5)
+    before = ticks[0]
+    comm.barrier().wait()
+    waited = ticks[0] - before
+    stop.set()
+    t.join()
+    if r != 0:
+        assert waited > 20, f"only {waited} ticks while waiting for the barrier: the GIL was held"
+
+    assert comm.size == n and 0 <= comm.rank < n and comm.local_rank >= 0
+    assert isinstance(comm.describe(), str)
+    assert comm.async_error() is None
+    comm.close()
+    assert comm.closed
+    expect(coll.Error, lambda: comm.barrier(), "InvalidArgument", "closed communicator")
+
+
+def abort(comm):
+    comm.barrier().wait()
+    comm.abort()
+    comm.abort()  # idempotent
+    w = comm.barrier()
+    e = expect(coll.Error, w.wait, "PeerLost", "op after abort")
+    assert w.error() is not None and w.error().code == "PeerLost"
+
+
+LEAKED = []
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "leak":  # left for the interpreter to destroy at exit
+        comm = coll.init()
+        LEAKED.extend([comm, comm.allreduce(np.ones(1 << 16, np.float32))])
+        print(f"rank {comm.rank}: {mode} ok", flush=True)
+        return
+    with coll.init() as comm:
+        {"collectives": collectives, "errors": errors, "abort": abort}[mode](comm)
+        print(f"rank {comm.rank if not comm.closed else '?'}: {mode} ok", flush=True)
+
+
+if __name__ == "__main__":
+    main()
