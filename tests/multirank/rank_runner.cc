@@ -83,18 +83,7 @@ void reap(RankOutcome* o, int status) {
 
 }  // namespace
 
-const char* codeName(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::Timeout: return "Timeout";
-    case ErrorCode::PeerLost: return "PeerLost";
-    case ErrorCode::Mismatch: return "Mismatch";
-    case ErrorCode::InvalidArgument: return "InvalidArgument";
-    case ErrorCode::Unsupported: return "Unsupported";
-    case ErrorCode::Transport: return "Transport";
-    case ErrorCode::Internal: return "Internal";
-  }
-  return "?";
-}
+const char* codeName(ErrorCode code) { return coll::toString(code); }
 
 int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())

@@ -88,11 +88,10 @@ bool expectAllSucceeded(const std::vector<RankOutcome>& outcomes);
 // Child-side: records an error (code, message, time now) in the calling rank's slot.
 void recordError(const Error& e);
 
-int64_t nowNs();
+int64_t nowNs();  // steady_clock, comparable across processes on Linux
 
-// The code's name. (coll::toString(ErrorCode) is declared in coll/error.h but the library does
-// not define it yet, so the tests carry their own.)
-const char* codeName(ErrorCode code);  // steady_clock, comparable across processes on Linux
+// The code's name ("PeerLost"): coll::toString(ErrorCode).
+const char* codeName(ErrorCode code);
 
 std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
