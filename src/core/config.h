@@ -34,6 +34,13 @@ struct Config {
   // slots; one isolated 128 KiB message takes 15 µs against 11 (the slots' two copies then
   // run on two idle cores). At 64 KiB the latency cost (12 vs 7 µs) is not worth it.
   size_t shm_cma_threshold = 128 << 10;        // COLL_SHM_CMA_THRESHOLD
+  // With COLL_SHM_CMA_THRESHOLD unset, CMA is used only where a host's ranks outnumber its
+  // cores. Measured on this 2-core VM (bench/scripts/local_compare.sh, 64-256 MiB): 2 ranks
+  // through the slots alone broadcast at 8.1-8.7 GB/s against 5.6 with CMA, and all-reduce at
+  // 3.7-4.1 against 3.5 (sender and receiver each copy, on their own cores, in a pipeline);
+  // 4 ranks on 2 cores do better with CMA (3.2-3.4 against 2.6-2.8 GB/s broadcast), whose
+  // single copy spends one core where the slots spend two.
+  bool shm_cma_auto = true;
   int shm_spin_us = 2;                         // COLL_SHM_SPIN: µs to poll before yielding, then sleeping
 
   // Parses the environment. Malformed values are reported on stderr and the default is kept,

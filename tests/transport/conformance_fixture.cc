@@ -69,6 +69,7 @@ std::string transportParamName(const ::testing::TestParamInfo<TransportUnderTest
 Config caseConfig(const TransportUnderTest& t, const CaseOptions& options) {
   Config c = Config::global();
   c.timeout = std::chrono::seconds(10);
+  c.shm_cma_auto = false;  // the cases choose CMA or slots themselves
   if (t.configure) t.configure(&c);
   if (options.configure) options.configure(&c);
   return c;

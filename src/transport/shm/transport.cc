@@ -331,9 +331,26 @@ std::string segmentNameFor(const PeerDirectory& directory, int rank) {
   return segmentName(directory.secret, directory.key_prefix, rank);
 }
 
+namespace {
+
+// See Config::shm_cma_auto: single copies pay off where cores are scarcer than ranks.
+Config withCmaPolicy(const Config& config, size_t local_ranks) {
+  Config c = config;
+  if (!c.shm_cma_auto || local_ranks < 2) return c;
+  cpu_set_t cpus;
+  long cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : sysconf(_SC_NPROCESSORS_ONLN);
+  bool oversubscribed = static_cast<long>(local_ranks) > cores;
+  if (!oversubscribed) c.shm_cma_threshold = 0;
+  COLL_INFO("SHM", "%zu ranks on this host, %ld cores: large messages go %s (COLL_SHM_CMA_THRESHOLD overrides)",
+            local_ranks, cores, oversubscribed ? "by single-copy CMA" : "through the slots, copied by both sides");
+  return c;
+}
+
+}  // namespace
+
 Status createTransport(const Config& config, const PeerDirectory& directory, const std::vector<int>& local_peers,
                        std::unique_ptr<Transport>* out) {
-  auto t = std::make_unique<ShmTransport>(config, directory, local_peers);
+  auto t = std::make_unique<ShmTransport>(withCmaPolicy(config, local_peers.size() + 1), directory, local_peers);
   COLL_RETURN_IF_ERROR(t->setUp(Clock::now() + config.timeout));
   *out = std::move(t);
   return Status::ok();
