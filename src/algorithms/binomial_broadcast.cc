@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algorithms/patterns/ring.h"
+#include "algorithms/sliced_chunks.h"
 
 namespace coll::algo {
 namespace {
@@ -22,9 +23,8 @@ int lowestBit(int v, int n) {
 
 Schedule buildBinomialBroadcast(const BuildParams& p) {
   const int n = p.nranks, v = ring::mod(p.rank - p.root, n);
-  const size_t per = std::max<size_t>(1, p.slice_bytes / p.elem_size);
-  const size_t slices = ring::numSlices(p.count, per);
-  ScheduleBuilder b("binomial", slices);
+  const BufferSlices slices(p);
+  ScheduleBuilder b("binomial", slices.size());
   int rounds = 0;
   while ((1 << rounds) < n) ++rounds;
   b.setNumPhases(static_cast<uint32_t>(std::max(1, rounds)));
@@ -33,8 +33,8 @@ Schedule buildBinomialBroadcast(const BuildParams& p) {
   if (is_root && !p.in_place) b.addWritingAll({StepKind::copy, BufferId::input, -1, 0, p.count * p.elem_size});
   const int low = lowestBit(v, n);
   const int parent = ring::mod(p.root + (v - (v == 0 ? 0 : low)), n);
-  for (size_t j = 0; j < slices; ++j) {
-    size_t offset = j * per * p.elem_size, bytes = std::min(per, p.count - j * per) * p.elem_size;
+  for (size_t j = 0; j < slices.size(); ++j) {
+    size_t offset = slices.offset(j), bytes = slices.bytes(j);
     if (!is_root) b.add({StepKind::recv, BufferId::output, parent, offset, bytes, 0, 0}, {}, {j});
     for (int bit = low >> 1; bit >= 1; bit >>= 1) {  // farthest child first: its subtree is largest
       if (v + bit >= n) continue;

@@ -1,4 +1,5 @@
 #include "algorithms/direct_collectives.h"
+#include "algorithms/sliced_chunks.h"
 
 #include <algorithm>
 
@@ -7,12 +8,11 @@ namespace {
 
 // Sliced, so a large message pipelines through transports with bounded staging.
 Schedule build(const BuildParams& p, StepKind kind, const char* name) {
-  const size_t per = std::max<size_t>(1, p.slice_bytes / p.elem_size);
-  const size_t slices = (p.count + per - 1) / per;
-  ScheduleBuilder b(name, slices);
+  const BufferSlices slices(p);
+  ScheduleBuilder b(name, slices.size());
   b.setNumPhases(1);
-  for (size_t j = 0; j < slices; ++j) {
-    size_t offset = j * per * p.elem_size, bytes = std::min(per, p.count - j * per) * p.elem_size;
+  for (size_t j = 0; j < slices.size(); ++j) {
+    size_t offset = slices.offset(j), bytes = slices.bytes(j);
     BufferId buffer = kind == StepKind::send ? BufferId::input : BufferId::output;
     b.add({kind, buffer, p.root, offset, bytes, 0, 0}, {}, {});
   }

@@ -40,4 +40,19 @@ class SlicedChunks {
   size_t num_regions_ = 0;
 };
 
+// The whole buffer cut into slices, for collectives that do not chunk it per rank (broadcast,
+// point-to-point). Slice j is also region j.
+class BufferSlices {
+ public:
+  explicit BufferSlices(const BuildParams& p)
+      : count_(p.count), elem_(p.elem_size), per_(std::max<size_t>(1, p.slice_bytes / p.elem_size)),
+        slices_(ring::numSlices(p.count, per_)) {}
+  size_t size() const { return slices_; }
+  size_t offset(size_t j) const { return j * per_ * elem_; }
+  size_t bytes(size_t j) const { return std::min(per_, count_ - j * per_) * elem_; }
+
+ private:
+  size_t count_, elem_, per_, slices_;
+};
+
 }  // namespace coll::algo

@@ -231,21 +231,15 @@ collResult_t collBroadcastAsync(const void* send, void* recv, size_t count, coll
 
 collResult_t collAllReduce(const void* send, void* recv, size_t count, collDataType_t type, collRedOp_t op,
                            collComm_t comm, collStream_t stream) {
-  if (stream) return failWith(collUnsupported, "collAllReduce: CUDA streams need a CUDA build of coll");
-  if (collResult_t r = checkComm(comm, "collAllReduce"); r != collSuccess) return r;
-  return guarded([&] {
-    return finishBlocking(comm->comm->allreduce(send, recv, count, static_cast<coll::DataType>(type),
-                                                static_cast<coll::ReduceOp>(op)));
+  return blocking("collAllReduce", comm, stream, [&](coll::Communicator& c) {
+    return c.allreduce(send, recv, count, dataType(type), reduceOp(op));
   });
 }
 
 collResult_t collBroadcast(const void* send, void* recv, size_t count, collDataType_t type, int root, collComm_t comm,
                            collStream_t stream) {
-  if (stream) return failWith(collUnsupported, "collBroadcast: CUDA streams need a CUDA build of coll");
-  if (collResult_t r = checkComm(comm, "collBroadcast"); r != collSuccess) return r;
-  return guarded([&] {
-    return finishBlocking(comm->comm->broadcast(send, recv, count, static_cast<coll::DataType>(type), root));
-  });
+  return blocking("collBroadcast", comm, stream,
+                  [&](coll::Communicator& c) { return c.broadcast(send, recv, count, dataType(type), root); });
 }
 
 collResult_t collReduce(const void* send, void* recv, size_t count, collDataType_t type, collRedOp_t op, int root,

@@ -95,7 +95,6 @@ OpPlan planOp(const OpRequest& op, int rank, int n) {
   OpPlan plan;
   BufferSizes s = sizesOf(op, rank, n);
   const auto chunk_at = static_cast<std::ptrdiff_t>(op.bytes() * static_cast<size_t>(rank));
-  const auto root_at = static_cast<std::ptrdiff_t>(op.bytes() * static_cast<size_t>(op.root < 0 ? 0 : op.root));
   auto in = reinterpret_cast<uintptr_t>(op.input), out = reinterpret_cast<uintptr_t>(op.output);
   plan.in_place = s.in && s.out && in == out + static_cast<uintptr_t>(s.in_place_input_at);
   plan.input = op.input;
@@ -135,8 +134,7 @@ OpPlan planOp(const OpRequest& op, int rank, int n) {
       break;
     case OpKind::scatter:
       plan.collective = algo::Collective::scatter;
-      if (rank != op.root) plan.output = static_cast<char*>(op.output) - chunk_at;
-      else plan.output = static_cast<char*>(op.output) - root_at;
+      plan.output = static_cast<char*>(op.output) - chunk_at;  // output addressed at chunk r's offset
       break;
     default: break;  // p2p and barrier are planned by the communicator
   }
