@@ -7,6 +7,7 @@
 #include <string>
 
 #include "coll/error.h"
+#include "coll/store.h"
 #include "coll/types.h"
 #include "coll/work.h"
 
@@ -21,6 +22,11 @@ struct CommOptions {
   bool host_store = false;    // this process serves the store at store_address (normally rank 0)
   std::string secret;         // the job secret; empty: taken from COLL_JOB_SECRET
   std::string name = "world"; // distinguishes several communicators on one store
+  // A store the caller already runs (see store.h); when set, store_address and host_store
+  // are ignored. The communicator holds it for its lifetime.
+  std::shared_ptr<KeyValueStore> store;
+  // Each op's deadline; zero: COLL_TIMEOUT.
+  std::chrono::milliseconds timeout{0};
 };
 
 class CommunicatorImpl;

@@ -5,6 +5,7 @@
 #include "algorithms/catalog.h"
 #include "algorithms/direct_collectives.h"
 #include "algorithms/patterns/ring.h"
+#include "bootstrap/external_store.h"
 #include "core/executor.h"
 #include "core/log.h"
 #include "core/spin_wait.h"
@@ -13,13 +14,16 @@ namespace coll {
 
 CommunicatorImpl::CommunicatorImpl(const CommOptions& options, const Config& config)
     : config_(config), rank_(options.rank), size_(options.size), local_rank_(options.local_rank),
-      key_prefix_("coll/" + options.name + "/"), secret_(options.secret.empty() ? config.job_secret : options.secret) {}
+      key_prefix_("coll/" + options.name + "/"), secret_(options.secret.empty() ? config.job_secret : options.secret) {
+  if (options.timeout.count() > 0) config_.timeout = options.timeout;
+}
 
-Status CommunicatorImpl::create(const CommOptions& options, const Config& config,
+Status CommunicatorImpl::create(const CommOptions& options, const Config& global,
                                 std::unique_ptr<CommunicatorImpl>* out) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size)
     return invalidArgument(format("rank %d / size %d is not a valid position", options.rank, options.size));
-  std::unique_ptr<CommunicatorImpl> impl(new CommunicatorImpl(options, config));
+  std::unique_ptr<CommunicatorImpl> impl(new CommunicatorImpl(options, global));
+  const Config& config = impl->config_;  // the global one, with the caller's timeout
   if (impl->secret_.empty())
     return invalidArgument("no job secret: set COLL_JOB_SECRET (collrun and collGetUniqueId make one)");
   setLogRank(options.rank);
@@ -46,6 +50,11 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& config
 }
 
 Status CommunicatorImpl::connectStore(const CommOptions& options) {
+  if (options.store) {
+    store_host_ = options.store->host();
+    store_ = bootstrap::wrapExternalStore(options.store);
+    return Status::ok();
+  }
   int port = 0;
   COLL_RETURN_IF_ERROR(bootstrap::splitHostPort(options.store_address, &store_host_, &port));
   if (options.host_store) {

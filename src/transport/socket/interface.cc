@@ -66,6 +66,9 @@ Status chooseInterface(const std::string& ifname, const std::string& rendezvous_
     out->reason = "COLL_SOCKET_IFNAME";
     return Status::ok();
   }
+  if (rendezvous_host.empty())
+    return invalidArgument("the rendezvous store does not say which host it runs on, so no interface can be "
+                           "chosen by route: set COLL_SOCKET_IFNAME");
   std::string source;
   COLL_RETURN_IF_ERROR(routeSource(rendezvous_host, &source));
   if (!findInterface("", source, out)) {

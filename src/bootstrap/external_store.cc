@@ -1,0 +1,60 @@
+#include "bootstrap/external_store.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "core/log.h"
+
+namespace coll::bootstrap {
+namespace {
+
+// The caller's store reports failures by throwing; inside the library they become a Status
+// that names the key, so an init failure says which exchange broke.
+template <class F>
+Status guarded(const char* what, const std::string& key, F&& call) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    return transportError(format("external store %s '%s' failed: %s", what, key.c_str(), e.what()));
+  } catch (...) {
+    return transportError(format("external store %s '%s' failed (unknown exception)", what, key.c_str()));
+  }
+}
+
+class ExternalStoreClient final : public StoreClient {
+ public:
+  explicit ExternalStoreClient(std::shared_ptr<KeyValueStore> store) : store_(std::move(store)) {}
+
+  Status set(const std::string& key, const std::string& value, Deadline) override {
+    return guarded("set", key, [&] {
+      store_->set(key, value);
+      return Status::ok();
+    });
+  }
+
+  Status get(const std::string& key, std::string* value, Deadline deadline) override {
+    return guarded("get", key, [&] {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (store_->get(key, value, std::max(left, std::chrono::milliseconds(1)))) return Status::ok();
+      return timeoutError(format("key '%s' did not appear in the external store before the deadline", key.c_str()));
+    });
+  }
+
+  Status add(const std::string& key, int64_t delta, int64_t* value, Deadline) override {
+    return guarded("add", key, [&] {
+      *value = store_->add(key, delta);
+      return Status::ok();
+    });
+  }
+
+ private:
+  std::shared_ptr<KeyValueStore> store_;
+};
+
+}  // namespace
+
+std::unique_ptr<StoreClient> wrapExternalStore(std::shared_ptr<KeyValueStore> store) {
+  return std::make_unique<ExternalStoreClient>(std::move(store));
+}
+
+}  // namespace coll::bootstrap
