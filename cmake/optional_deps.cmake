@@ -52,5 +52,20 @@ if(COLL_WITH_PYTHON)
   endif()
 endif()
 
+# The torch.distributed backend needs libtorch's headers and libtorch_python (Debian:
+# libtorch-dev beside python3-torch). Found by hand: TorchConfig.cmake drags in CUDA probing.
+set(COLL_HAVE_TORCH OFF)
+option(COLL_WITH_TORCH "Build the torch.distributed backend when libtorch is found" ON)
+if(COLL_HAVE_PYTHON AND COLL_WITH_TORCH)
+  find_path(TORCH_C10D_INCLUDE torch/csrc/distributed/c10d/ProcessGroup.hpp)
+  find_path(TORCH_API_INCLUDE torch/torch.h PATH_SUFFIXES torch/csrc/api/include)
+  find_library(TORCH_PYTHON_LIBRARY torch_python)
+  find_library(TORCH_CPU_LIBRARY torch_cpu)
+  find_library(TORCH_C10_LIBRARY c10)
+  if(TORCH_C10D_INCLUDE AND TORCH_API_INCLUDE AND TORCH_PYTHON_LIBRARY AND TORCH_CPU_LIBRARY AND TORCH_C10_LIBRARY)
+    set(COLL_HAVE_TORCH ON)
+  endif()
+endif()
+
 find_package(GTest QUIET)
 find_package(benchmark QUIET)

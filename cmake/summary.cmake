@@ -17,4 +17,5 @@ coll_report("CUDA" "${COLL_HAVE_CUDA}" "${COLL_WITH_CUDA}" " (not used yet: devi
 coll_report("hwloc" "${COLL_HAVE_HWLOC}" "${COLL_WITH_HWLOC}" " (not used yet: topology detection is future work)")
 coll_report("UCX" "${COLL_HAVE_UCX}" "${COLL_WITH_UCX}" " (not used yet)")
 coll_report("verbs" "${COLL_HAVE_VERBS}" "${COLL_WITH_VERBS}" " (not used yet)")
-coll_report("Python (pybind11)" "${COLL_HAVE_PYTHON}" "${COLL_WITH_PYTHON}" " (the coll module in build/python)")
+coll_report("Python (pybind11)" "${COLL_HAVE_PYTHON}" "${COLL_WITH_PYTHON}" " (the coll package in build/python)")
+coll_report("torch.distributed backend (libtorch)" "${COLL_HAVE_TORCH}" "${COLL_WITH_TORCH}" " (coll.torch; apt-get install libtorch-dev)")

@@ -18,7 +18,7 @@ done
 
 # Build needs, then what the tests and benchmarks compare against (launchers, peers).
 packages=(build-essential cmake ninja-build pkg-config libboost-dev libgtest-dev libgmock-dev
-          libbenchmark-dev openmpi-bin libopenmpi-dev mpich python3-torch python3-numpy python3-pytest
+          libbenchmark-dev openmpi-bin libopenmpi-dev mpich python3-torch libtorch-dev python3-numpy python3-pytest
           pybind11-dev iperf3
           iproute2 procps)
 

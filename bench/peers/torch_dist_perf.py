@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""torch.distributed (gloo backend) all-reduce / broadcast timings in nccl-tests' table format.
+"""torch.distributed all-reduce / broadcast timings in nccl-tests' table format, for the gloo
+backend (the peer coll is measured against) or coll's own backend (--backend coll, which
+needs build/python on PYTHONPATH).
 
 Launch like any torch job: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment
 (torchrun sets them). Prints size, time per op and algbw/busbw (nccl-tests definitions).
@@ -45,13 +47,16 @@ def main():
     p.add_argument("-f", type=int, default=2)
     p.add_argument("-n", type=int, default=5)
     p.add_argument("-w", type=int, default=1)
+    p.add_argument("--backend", choices=["gloo", "coll"], default="gloo")
     args = p.parse_args()
-    dist.init_process_group("gloo")
+    if args.backend == "coll":
+        import coll.torch  # noqa: F401  registers the backend
+    dist.init_process_group(args.backend)
     n = dist.get_world_size()
     factor = 2 * (n - 1) / n if args.op == "all_reduce" else 1.0
     op = (lambda t: dist.all_reduce(t)) if args.op == "all_reduce" else (lambda t: dist.broadcast(t, 0))
     if dist.get_rank() == 0:
-        print(f"# torch {torch.__version__} gloo {args.op}, {n} ranks")
+        print(f"# torch {torch.__version__} {args.backend} {args.op}, {n} ranks")
         print("#       size    time(us)   algbw   busbw")
     for size in sizes(parse_size(args.b), parse_size(args.e), args.f):
         tensor = torch.ones(max(1, size // 4), dtype=torch.float32)

@@ -72,11 +72,11 @@ for r in $(seq "$rounds"); do
   # busbw from the out-of-place time (the table rounds busbw to 2 decimals)
   results[coll_ar]+="$(run4 "$build/bin/all_reduce_perf" -b "$S" -e "$S" -n 3 -w 1 -c 1 | row | awk -v n=$world '{printf "%.4f", $1/$6/1e3*2*(n-1)/n}') "
   results[ring_ar]+="$(COLL_ALGO=allreduce:ring run4 "$build/bin/all_reduce_perf" -b "$S" -e "$S" -n 3 -w 1 -c 1 | row | awk -v n=$world '{printf "%.4f", $1/$6/1e3*2*(n-1)/n}') "
-  results[gloo_ar]+="$(run4 /usr/bin/python3 "$here/bench/peers/torch_gloo_perf.py" -b "$S" -e "$S" -n 3 -w 1 | row | awk -v n=$world '{printf "%.4f", $1/$2/1e3*2*(n-1)/n}') "
+  results[gloo_ar]+="$(run4 /usr/bin/python3 "$here/bench/peers/torch_dist_perf.py" -b "$S" -e "$S" -n 3 -w 1 | row | awk -v n=$world '{printf "%.4f", $1/$2/1e3*2*(n-1)/n}') "
   results[coll_bc]+="$(run4 "$build/bin/broadcast_perf" -b "$S" -e "$S" -n 3 -w 1 -c 1 | row | awk '{printf "%.4f", $1/$6/1e3}') "
-  results[gloo_bc]+="$(run4 /usr/bin/python3 "$here/bench/peers/torch_gloo_perf.py" --op broadcast -b "$S" -e "$S" -n 3 -w 1 | row | awk '{printf "%.4f", $1/$2/1e3}') "
+  results[gloo_bc]+="$(run4 /usr/bin/python3 "$here/bench/peers/torch_dist_perf.py" --op broadcast -b "$S" -e "$S" -n 3 -w 1 | row | awk '{printf "%.4f", $1/$2/1e3}') "
   results[coll_lat]+="$(run4 "$build/bin/all_reduce_perf" -b 8 -e 8 -n 200 -w 20 -c 0 | row | awk '{print $6}') "
-  results[gloo_lat]+="$(run4 /usr/bin/python3 "$here/bench/peers/torch_gloo_perf.py" -b 8 -e 8 -n 200 -w 20 | row | awk '{print $2}') "
+  results[gloo_lat]+="$(run4 /usr/bin/python3 "$here/bench/peers/torch_dist_perf.py" -b 8 -e 8 -n 200 -w 20 | row | awk '{print $2}') "
   results[ompi_lat]+="$(ompi allreduce 8 8 2 200 20 | row | awk '{print $2}') "
   echo "round $r done" >&2
 done

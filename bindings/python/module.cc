@@ -27,7 +27,7 @@ closing release the GIL.
 }  // namespace
 }  // namespace coll::python
 
-PYBIND11_MODULE(coll, m) {
+PYBIND11_MODULE(_coll, m) {
   namespace py = pybind11;
   using namespace coll::python;
   m.doc() = kModuleDoc;

@@ -1,0 +1,157 @@
+#include "process_group.h"
+
+#include <c10/util/Exception.h>
+
+#include <random>
+
+#include "coll/error.h"
+#include "store.h"
+#include "tensors.h"
+
+namespace coll::torch_backend {
+namespace {
+
+constexpr const char* kSecretKey = "coll/torch/secret";
+
+// coll authenticates its data connections with a job secret. Under torch the store is the
+// trust anchor already, so rank 0 draws one and the others read it there.
+std::string agreeOnSecret(KeyValueStore& store, int rank, std::chrono::milliseconds timeout) {
+  std::string secret;
+  if (rank == 0) {
+    std::random_device rd;
+    const char* hex = "0123456789abcdef";
+    for (int i = 0; i < 32; ++i) secret += hex[rd() % 16];
+    store.set(kSecretKey, secret);
+  } else {
+    TORCH_CHECK(store.get(kSecretKey, &secret, timeout), "coll init (rank ", rank, "): rank 0 did not publish the ",
+                "job secret in torch's store within ", timeout.count(), " ms");
+  }
+  return secret;
+}
+
+}  // namespace
+
+ProcessGroupColl::ProcessGroupColl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                   std::chrono::milliseconds timeout)
+    : c10d::ProcessGroup(rank, size) {
+  auto kv = wrapTorchStore(store);
+  CommOptions options;
+  options.rank = rank;
+  options.size = size;
+  options.name = "torch";
+  options.secret = agreeOnSecret(*kv, rank, timeout);
+  options.store = kv;
+  options.timeout = timeout;
+  try {
+    comm_ = Communicator::create(options);
+  } catch (const coll::Error& e) {
+    TORCH_CHECK(false, "coll ", toString(e.code()), ": ", e.what());
+  }
+  completer_ = std::make_unique<Completer>();
+  init();
+}
+
+ProcessGroupColl::~ProcessGroupColl() {
+  completer_.reset();  // every pending Work finishes (or fails at its deadline) first
+  comm_.reset();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::submit(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                        std::vector<at::Tensor> keep, std::function<void()> finish_ok,
+                                                        const Issue& issue) {
+  std::vector<coll::Work> ops;
+  {
+    std::lock_guard<std::mutex> lock(issue_mu_);
+    try {
+      ops = issue(*comm_);
+    } catch (const coll::Error& e) {
+      TORCH_CHECK(false, "coll ", toString(e.code()), ": ", e.what());
+    }
+  }
+  auto work = c10::make_intrusive<CollWork>(rank_, type, std::move(outputs), std::move(keep), std::move(finish_ok));
+  completer_->add(std::move(ops), work);
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::broadcast(std::vector<at::Tensor>& tensors,
+                                                           const c10d::BroadcastOptions& opts) {
+  const at::Tensor& t = single(tensors, "broadcast");
+  DataType type = collTypeOf(t, "broadcast");
+  checkRank(opts.rootRank, size_, "broadcast", "root");
+  Dense d = dense(t);
+  const int root = static_cast<int>(opts.rootRank);
+  return submit(c10d::OpType::BROADCAST, {t}, {d.tensor}, d.copy_back, [&](Communicator& c) {
+    void* p = d.tensor.data_ptr();
+    return std::vector<coll::Work>{c.broadcast(p, p, d.tensor.numel(), type, root)};
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allreduce(std::vector<at::Tensor>& tensors,
+                                                           const c10d::AllreduceOptions& opts) {
+  const at::Tensor& t = single(tensors, "allreduce");
+  DataType type = collTypeOf(t, "allreduce");
+  ReduceOp op = collOpOf(opts.reduceOp, t, "allreduce");
+  Dense d = dense(t);
+  return submit(c10d::OpType::ALLREDUCE, {t}, {d.tensor}, d.copy_back, [&](Communicator& c) {
+    void* p = d.tensor.data_ptr();
+    return std::vector<coll::Work>{c.allreduce(p, p, d.tensor.numel(), type, op)};
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                     const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "coll allreduce_coalesced: empty tensor list");
+  // One all-reduce over the tensors laid end to end: one op, one latency.
+  at::Tensor flat = flatten(tensors, "allreduce_coalesced");
+  DataType type = collTypeOf(flat, "allreduce_coalesced");
+  ReduceOp op = collOpOf(opts.reduceOp, flat, "allreduce_coalesced");
+  auto parts = tensors;
+  return submit(c10d::OpType::ALLREDUCE_COALESCED, tensors, {flat}, [flat, parts] { unflatten(flat, parts); },
+                [&](Communicator& c) {
+                  void* p = flat.data_ptr();
+                  return std::vector<coll::Work>{c.allreduce(p, p, flat.numel(), type, op)};
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::reduce(std::vector<at::Tensor>& tensors,
+                                                        const c10d::ReduceOptions& opts) {
+  const at::Tensor& t = single(tensors, "reduce");
+  DataType type = collTypeOf(t, "reduce");
+  ReduceOp op = collOpOf(opts.reduceOp, t, "reduce");
+  checkRank(opts.rootRank, size_, "reduce", "root");
+  Dense d = dense(t);
+  const int root = static_cast<int>(opts.rootRank);
+  return submit(c10d::OpType::REDUCE, {t}, {d.tensor}, d.copy_back, [&](Communicator& c) {
+    void* p = d.tensor.data_ptr();
+    return std::vector<coll::Work>{c.reduce(p, rank_ == root ? p : nullptr, d.tensor.numel(), type, op, root)};
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::barrier(const c10d::BarrierOptions&) {
+  return submit(c10d::OpType::BARRIER, {}, {}, nullptr,
+                [](Communicator& c) { return std::vector<coll::Work>{c.barrier()}; });
+}
+
+// Tags are not matched: coll pairs sends and receives in issue order per pair of ranks, which
+// is what pipeline schedules issue anyway.
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::send(std::vector<at::Tensor>& tensors, int dst, int) {
+  const at::Tensor& t = single(tensors, "send");
+  DataType type = collTypeOf(t, "send");
+  checkRank(dst, size_, "send", "destination");
+  at::Tensor d = t.contiguous();
+  return submit(c10d::OpType::SEND, {t}, {d}, nullptr, [&](Communicator& c) {
+    return std::vector<coll::Work>{c.send(d.data_ptr(), d.numel(), type, dst)};
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::recv(std::vector<at::Tensor>& tensors, int src, int) {
+  const at::Tensor& t = single(tensors, "recv");
+  DataType type = collTypeOf(t, "recv");
+  checkRank(src, size_, "recv", "source");
+  Dense d = dense(t);
+  return submit(c10d::OpType::RECV, {t}, {d.tensor}, d.copy_back, [&](Communicator& c) {
+    return std::vector<coll::Work>{c.recv(d.tensor.data_ptr(), d.tensor.numel(), type, src)};
+  });
+}
+
+}  // namespace coll::torch_backend

@@ -1,0 +1,76 @@
+// ProcessGroupColl: torch.distributed's backend "coll" (torch 1.13: a c10d::ProcessGroup
+// subclass). Each method checks its tensors, issues coll ops (which run on coll's progress
+// thread) and returns at once with a CollWork that the Completer finishes.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "coll/communicator.h"
+#include "work.h"
+
+namespace coll::torch_backend {
+
+class ProcessGroupColl : public c10d::ProcessGroup {
+ public:
+  // Bootstraps coll's connections through `store` (torch's prefix store for this group); every
+  // op's deadline is `timeout`.
+  ProcessGroupColl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                   std::chrono::milliseconds timeout);
+  ~ProcessGroupColl() override;
+
+  const std::string getBackendName() const override { return "coll"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+
+  // process_group_lists.cc: the collectives over lists of tensors.
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+
+ private:
+  using Issue = std::function<std::vector<coll::Work>(Communicator&)>;
+  // Issues the ops (serialised: torch may call from the autograd thread and the main thread,
+  // coll takes one issuing thread at a time) and hands them to the Completer. coll's own
+  // refusals (coll::Error) become RuntimeErrors before anything is sent.
+  c10::intrusive_ptr<c10d::Work> submit(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                        std::vector<at::Tensor> keep, std::function<void()> finish_ok,
+                                        const Issue& issue);
+  // Per-peer point-to-point exchange as one coll group: chunk p of `send` to rank p, chunk p
+  // of `recv` from rank p (uneven all-to-all).
+  std::vector<coll::Work> exchange(Communicator& comm, const std::vector<at::Tensor>& send,
+                                   const std::vector<at::Tensor>& recv);
+
+  std::mutex issue_mu_;
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<Completer> completer_;
+};
+
+}  // namespace coll::torch_backend

@@ -1,0 +1,67 @@
+// The c10d::Work the coll backend returns, and the thread that completes it.
+//
+// coll runs every op on its own progress thread; nothing here runs collectives. The
+// Completer waits on coll's Work handles in issue order (ops on one communicator complete in
+// that order) and then finishes the torch Work: copies results into non-contiguous or listed
+// outputs, marks the Future (whose value is the output List[Tensor], as DDP expects) and wakes
+// waiters. Callbacks chained on the Future therefore run on the Completer, never on coll's
+// progress thread and never inside the autograd thread.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "coll/work.h"
+
+namespace coll::torch_backend {
+
+class CollWork : public c10d::Work {
+ public:
+  // `outputs` is what result() and the Future return; `keep` holds every tensor the op reads
+  // or writes until it completes; `finish_ok` runs after success (copy-back), may be empty.
+  CollWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
+           std::function<void()> finish_ok);
+
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+  // Called once, by the Completer: error == nullptr means every coll op succeeded.
+  void complete(std::exception_ptr error);
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  std::vector<at::Tensor> keep_;
+  std::function<void()> finish_ok_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class Completer {
+ public:
+  Completer();
+  ~Completer();  // drains: every queued wait is bounded by its op's deadline
+
+  // The coll ops that make up `work`, in issue order.
+  void add(std::vector<coll::Work> ops, c10::intrusive_ptr<CollWork> work);
+
+ private:
+  struct Entry {
+    std::vector<coll::Work> ops;
+    c10::intrusive_ptr<CollWork> work;
+  };
+  void loop();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Entry> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace coll::torch_backend
