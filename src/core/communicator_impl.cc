@@ -5,15 +5,18 @@
 #include "algorithms/catalog.h"
 #include "algorithms/direct_collectives.h"
 #include "algorithms/patterns/ring.h"
+#include "core/call_check.h"
 #include "core/executor.h"
 #include "core/log.h"
 #include "core/spin_wait.h"
+#include "core/stall_report.h"
 
 namespace coll {
 
 CommunicatorImpl::CommunicatorImpl(const CommOptions& options, const Config& config)
     : config_(config), rank_(options.rank), size_(options.size), local_rank_(options.local_rank),
-      key_prefix_("coll/" + options.name + "/"), secret_(options.secret.empty() ? config.job_secret : options.secret) {}
+      key_prefix_("coll/" + options.name + "/"), secret_(options.secret.empty() ? config.job_secret : options.secret),
+      ledger_(options.rank) {}
 
 Status CommunicatorImpl::create(const CommOptions& options, const Config& config,
                                 std::unique_ptr<CommunicatorImpl>* out) {
@@ -26,6 +29,8 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& config
   std::vector<topology::AlgoRule> rules;
   COLL_RETURN_IF_ERROR(topology::parseAlgoOverride(config.algo, &rules));  // before anyone waits on us
   COLL_RETURN_IF_ERROR(impl->connectStore(options));
+  COLL_RETURN_IF_ERROR(LedgerResponder::start(options.store_address, impl->secret_, impl->key_prefix_, &impl->ledger_,
+                                              transport::Clock::now() + config.timeout, &impl->responder_));
   auto deadline = transport::Clock::now() + config.timeout;
   COLL_RETURN_IF_ERROR(topology::exchangeHostIds(*impl->store_, impl->key_prefix_, impl->rank_, impl->size_,
                                                  topology::localHostId(config.host_id, impl->rank_), deadline, &impl->hosts_));
@@ -72,6 +77,7 @@ CommunicatorImpl::~CommunicatorImpl() {
   }
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  responder_.reset();  // before the store server (rank 0's) goes
 }
 
 Work CommunicatorImpl::enqueue(OpRequest op) {
@@ -88,6 +94,7 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   // my n-th send to p meets p's n-th receive from me, whatever else either of us exchanged.
   op.wire_sequence = isPointToPoint(op.kind) ? p2p_sequence_[2 * op.root + (op.kind == OpKind::send ? 1 : 0)]++
                                              : collective_sequence_++;
+  if (!isPointToPoint(op.kind)) ledger_.issued(collective_sequence_);
   Work work(op.work);
   if (group_depth_ > 0) {  // held back until groupEnd releases the whole group at once
     group_.push_back(std::move(op));
@@ -157,21 +164,53 @@ void CommunicatorImpl::progressLoop() {
       continue;
     }
     std::string algorithm;
-    Status st = execute(op, &algorithm);
+    bool refused = false;
+    Status st = execute(op, &algorithm, &refused);
+    ledger_.completed(st.isOk());
     if (st) {
       complete(op, std::nullopt);
-      continue;
+    } else if (refused) {  // every rank refused it before data moved: the communicator is intact
+      complete(op, st.toError(opLabel(op, algorithm)));
+    } else {
+      onFailure(op, st.toError(opLabel(op, algorithm)));
     }
-    Error e = st.toError(opLabel(op, algorithm));
-    COLL_WARN("INIT", "%s", e.what());
-    fail(e);
-    complete(op, e);
   }
+}
+
+// The first failure asks every rank where it is (the ledger) so the error can say who never
+// arrived; the connections close first, so peers stuck in this op fail now, not at their
+// deadline, while the question is out.
+void CommunicatorImpl::onFailure(OpRequest& op, Error error) {
+  if (!asyncError()) {
+    closeConnectionsNow(format("rank %d aborted after: %s", rank_, error.what()));
+    ledger_.failed(error.what());
+    error = withLedger(op, error);
+  }
+  COLL_WARN("INIT", "%s", error.what());
+  fail(error);
+  complete(op, error);
+}
+
+Error CommunicatorImpl::withLedger(const OpRequest& op, const Error& error) {
+  if (size_ == 1) return error;
+  // Peers answer within milliseconds; one that has not after this long is stopped or dead.
+  const auto window = std::min<transport::Clock::duration>(std::chrono::seconds(1), config_.timeout / 4);
+  LedgerSnapshot mine = ledger_.snapshot();
+  LedgerAnswers answers = askLedgers(*store_, key_prefix_, rank_, size_, mine, transport::Clock::now() + window);
+  LedgerEntry entry = mine.current;
+  entry.sequence = op.work->sequence;
+  return Error(error.code(), std::string(error.what()) + "; " + describeStall(entry, rank_, answers, hosts_.host_of_rank));
+}
+
+void CommunicatorImpl::closeConnectionsNow(const std::string& reason) {
+  transports_.abort(reason);
+  std::vector<transport::Completion> ignored;
+  for (auto& t : transports_.owned) (void)t->progress(&ignored, transport::Clock::now());
 }
 
 // Maps the op onto a schedule's two buffers (workspace where the user's buffer is not the
 // place to reduce in), builds the schedule the selector picks, and runs it.
-Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm) {
+Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm, bool* refused) {
   // A send and the receive it meets carry the same tag: both sides tag point-to-point "send".
   const OpKind wire_kind = isPointToPoint(issued.kind) ? OpKind::send : issued.kind;
   const uint64_t tag = (issued.wire_sequence << 8) | static_cast<uint64_t>(wire_kind);
@@ -192,7 +231,10 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
   p.slice_bytes = config_.slice_bytes;
   p.pipeline_depth = config_.pipeline_depth;
   p.hosts = &hosts_.ranks_of_host;
-  if (op.kind == OpKind::group) return executeGroup(op, p, algorithm);
+  if (op.kind == OpKind::group) {
+    ledger_.started({issued.work->sequence, kNotCollective, OpFingerprint::of(issued, "")});
+    return executeGroup(op, p, algorithm);
+  }
   OpPlan plan;
   algo::Schedule schedule;
   if (isPointToPoint(op.kind)) {
@@ -211,9 +253,27 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
     schedule = selector_->choose(plan.collective, op.bytes()).algorithm->build(p);
   }
   *algorithm = schedule.algorithm;
+  COLL_RETURN_IF_ERROR(beginOp(issued, schedule.algorithm, refused));
   COLL_RETURN_IF_ERROR(run(schedule, op, tag, plan.input, plan.output));
   if (plan.result_destination) std::memcpy(plan.result_destination, workspace_.data() + plan.result_offset, plan.result_bytes);
   return Status::ok();
+}
+
+// Records the op in the ledger and, under COLL_CHECK, compares the call with every rank's
+// before any of its data moves (a disagreement sets *refused: nothing was sent).
+Status CommunicatorImpl::beginOp(const OpRequest& issued, const std::string& algorithm, bool* refused) {
+  const bool collective = !isPointToPoint(issued.kind);
+  OpFingerprint fingerprint = OpFingerprint::of(issued, algorithm);
+  ledger_.started({issued.work->sequence, collective ? issued.wire_sequence : kNotCollective, fingerprint});
+  if (!config_.check || !collective || size_ == 1) return Status::ok();
+  algo::BuildParams p;
+  p.rank = rank_;
+  p.nranks = size_;
+  p.slice_bytes = config_.slice_bytes;
+  p.pipeline_depth = config_.pipeline_depth;
+  p.hosts = &hosts_.ranks_of_host;
+  return checkCall(fingerprint, issued.wire_sequence, p, *selector_,
+                   [this](const algo::Schedule& s, ExecContext& ctx) { return runContext(s, ctx); }, refused);
 }
 
 // Every member's schedule side by side in one, so a rank's grouped sends and receives make

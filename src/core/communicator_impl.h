@@ -13,6 +13,8 @@
 #include "coll/communicator.h"
 #include "core/config.h"
 #include "core/executor.h"
+#include "core/ledger.h"
+#include "core/ledger_exchange.h"
 #include "core/op.h"
 #include "topology/host_grouping.h"
 #include "topology/selector.h"
@@ -43,7 +45,11 @@ class CommunicatorImpl {
   Status connectStore(const CommOptions& options);
   Status connectNeighbours();
   void progressLoop();
-  Status execute(const OpRequest& op, std::string* algorithm);
+  Status execute(const OpRequest& op, std::string* algorithm, bool* refused);
+  Status beginOp(const OpRequest& issued, const std::string& algorithm, bool* refused);
+  void onFailure(OpRequest& op, Error error);
+  Error withLedger(const OpRequest& op, const Error& error);
+  void closeConnectionsNow(const std::string& reason);
   Status run(const algo::Schedule& schedule, const OpRequest& op, uint64_t tag, const void* input, void* output);
   Status executeGroup(const OpRequest& group, algo::BuildParams p, std::string* algorithm);
   Status runContext(const algo::Schedule& schedule, ExecContext& ctx);
@@ -65,6 +71,8 @@ class CommunicatorImpl {
   std::vector<char> scratch_;    // received slices awaiting reduction (progress thread)
   std::vector<char> workspace_;  // reductions whose result is not the user's buffer
   uint8_t barrier_byte_[1] = {0};
+  Ledger ledger_;
+  std::unique_ptr<LedgerResponder> responder_;  // answers peers' questions about ledger_
 
   mutable std::mutex mu_;  // guards queue_, stopping_, first_error_, close_pending_
   std::condition_variable queue_cv_;
