@@ -1,5 +1,7 @@
 #include "core/communicator_impl.h"
 
+#include <unistd.h>
+
 #include <cstring>
 
 #include "algorithms/catalog.h"
@@ -80,7 +82,17 @@ CommunicatorImpl::~CommunicatorImpl() {
   responder_.reset();  // before the store server (rank 0's) goes
 }
 
+// The child has the parent's connections but not its progress thread (see fork_guard.h).
+void CommunicatorImpl::refuseInForkedChild(const char* what) const {
+  if (!inForkedChild()) return;
+  throw Error(ErrorCode::InvalidArgument,
+              format("%s (rank %d): called in a forked child (pid %d) of the process that made the communicator "
+                     "(pid %d); a communicator cannot cross fork(): make a new one in the child",
+                     what, rank_, static_cast<int>(::getpid()), static_cast<int>(created_.pid)));
+}
+
 Work CommunicatorImpl::enqueue(OpRequest op) {
+  refuseInForkedChild(toString(op.kind));
   Status st = validate(op, rank_, size_);
   if (!st) throw st.toError(format("%s (rank %d)", toString(op.kind), rank_));
   if (group_depth_ > 0 && !isPointToPoint(op.kind))
@@ -104,9 +116,13 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   return work;
 }
 
-void CommunicatorImpl::groupStart() { ++group_depth_; }
+void CommunicatorImpl::groupStart() {
+  refuseInForkedChild("groupStart");
+  ++group_depth_;
+}
 
 void CommunicatorImpl::groupEnd() {
+  refuseInForkedChild("groupEnd");
   if (group_depth_ == 0) throw Error(ErrorCode::InvalidArgument, format("groupEnd (rank %d) without groupStart", rank_));
   if (--group_depth_ > 0 || group_.empty()) return;
   OpRequest group;
@@ -343,6 +359,11 @@ void CommunicatorImpl::fail(const Error& error) {
 }
 
 void CommunicatorImpl::abort(const std::string& reason) {
+  if (inForkedChild()) {  // aborting would close the parent's connections under it: nothing to do here
+    COLL_WARN("INIT", "abort() in a forked child (pid %d) ignored: the communicator belongs to pid %d",
+              static_cast<int>(::getpid()), static_cast<int>(created_.pid));
+    return;
+  }
   fail(Error(ErrorCode::PeerLost, format("rank %d: %s", rank_, reason.c_str())));
 }
 

@@ -13,6 +13,7 @@
 #include "coll/communicator.h"
 #include "core/config.h"
 #include "core/executor.h"
+#include "core/fork_guard.h"
 #include "core/ledger.h"
 #include "core/ledger_exchange.h"
 #include "core/op.h"
@@ -39,8 +40,11 @@ class CommunicatorImpl {
   void groupEnd();
   std::optional<Error> asyncError() const;
   std::string describe() const;
+  // True in a child forked after the communicator was made: it must not be used or torn down.
+  bool inForkedChild() const { return created_.inForkedChild(); }
 
  private:
+  void refuseInForkedChild(const char* what) const;
   CommunicatorImpl(const CommOptions& options, const Config& config);
   Status connectStore(const CommOptions& options);
   Status connectNeighbours();
@@ -59,6 +63,7 @@ class CommunicatorImpl {
   std::string opLabel(const OpRequest& op, const std::string& algorithm) const;
 
   Config config_;
+  const ForkStamp created_ = ForkStamp::now();
   int rank_, size_, local_rank_;
   std::string key_prefix_;
   std::string secret_;
