@@ -12,6 +12,8 @@
 
 namespace coll {
 
+// Implementations must allow calls from two threads at once (a communicator's progress thread
+// and the thread that answers its peers' questions after a failure).
 class KeyValueStore {
  public:
   virtual ~KeyValueStore() = default;
@@ -21,6 +23,11 @@ class KeyValueStore {
   virtual bool get(const std::string& key, std::string* value, std::chrono::milliseconds timeout) = 0;
   // Atomically adds delta to a counter (missing = 0) and returns the new value.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  // Whether the key exists now, without waiting.
+  virtual bool check(const std::string& key) {
+    std::string ignored;
+    return get(key, &ignored, std::chrono::milliseconds(0));
+  }
   // The host the store runs on, if known: the socket transport uses the interface that routes
   // there when COLL_SOCKET_IFNAME is unset. Empty: the interface of the default route.
   virtual std::string host() const { return {}; }

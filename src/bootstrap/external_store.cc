@@ -1,6 +1,7 @@
 #include "bootstrap/external_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 
 #include "core/log.h"
@@ -32,11 +33,18 @@ class ExternalStoreClient final : public StoreClient {
     });
   }
 
+  // Waits in short slices so that cancel() (from another thread) takes effect promptly: the
+  // caller's store has no way to interrupt a blocked get.
   Status get(const std::string& key, std::string* value, Deadline deadline) override {
     return guarded("get", key, [&] {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (store_->get(key, value, std::max(left, std::chrono::milliseconds(1)))) return Status::ok();
-      return timeoutError(format("key '%s' did not appear in the external store before the deadline", key.c_str()));
+      for (;;) {
+        if (cancelled_) return peerLostError(format("external store get '%s' cancelled", key.c_str()));
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        auto slice = std::clamp(left, std::chrono::milliseconds(1), kGetSlice);
+        if (store_->get(key, value, slice)) return Status::ok();
+        if (Clock::now() >= deadline)
+          return timeoutError(format("key '%s' did not appear in the external store before the deadline", key.c_str()));
+      }
     });
   }
 
@@ -47,8 +55,19 @@ class ExternalStoreClient final : public StoreClient {
     });
   }
 
+  Status check(const std::string& key, bool* exists, Deadline) override {
+    return guarded("check", key, [&] {
+      *exists = store_->check(key);
+      return Status::ok();
+    });
+  }
+
+  void cancel() override { cancelled_ = true; }
+
  private:
+  static constexpr std::chrono::milliseconds kGetSlice{100};
   std::shared_ptr<KeyValueStore> store_;
+  std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace

@@ -44,8 +44,14 @@ class StoreClient {
   virtual Status get(const std::string& key, std::string* value, Deadline deadline) = 0;
   // Atomically adds delta to a counter (missing = 0) and returns the new value.
   virtual Status add(const std::string& key, int64_t delta, int64_t* value, Deadline deadline) = 0;
+  // Whether the key exists now; never waits for it (unlike get).
+  virtual Status check(const std::string& key, bool* exists, Deadline deadline) = 0;
   // Returns once `count` callers have reached the barrier named `name`.
   Status barrier(const std::string& name, int count, Deadline deadline);
+  // The one call allowed from another thread: makes a call blocked in this client (a get
+  // parked on a missing key) fail at once with PeerLost, and every later call too. Used to
+  // stop a thread that waits on the store for as long as a communicator lives.
+  virtual void cancel() = 0;
 };
 
 // "host:port" -> (host, port); IPv6 as "[::1]:port".

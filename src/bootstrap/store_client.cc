@@ -1,4 +1,8 @@
+#include <sys/socket.h>
+
 #include <cstring>
+#include <atomic>
+#include <mutex>
 
 #include "bootstrap/auth.h"
 #include "bootstrap/store.h"
@@ -47,6 +51,20 @@ class TcpStoreClient : public StoreClient {
     return st;
   }
 
+  Status check(const std::string& key, bool* exists, Deadline deadline) override {
+    std::string ignored;
+    uint32_t status = kNotFound;
+    COLL_RETURN_IF_ERROR(call(kCheck, key, "", deadline, &status, &ignored));
+    *exists = status == kOk;
+    return Status::ok();
+  }
+
+  void cancel() override {
+    std::lock_guard<std::mutex> lock(fd_mu_);
+    cancelled_ = true;
+    if (fd_) ::shutdown(fd_.get(), SHUT_RDWR);  // wakes a poll() blocked on it; the fd stays ours
+  }
+
   Status add(const std::string& key, int64_t delta, int64_t* value, Deadline deadline) override {
     std::string reply;
     uint32_t status;
@@ -61,13 +79,16 @@ class TcpStoreClient : public StoreClient {
   Status call(uint32_t type, const std::string& key, const std::string& value, Deadline deadline,
               uint32_t* status, std::string* reply) {
     if (key.size() > kMaxKey || value.size() > kMaxValue) return invalidArgument("store: key or value too large");
-    if (!fd_) return peerLostError(format("store %s: connection already failed", address_.c_str()));
+    if (!fd_ || cancelled_) return peerLostError(format("store %s: connection already failed or cancelled", address_.c_str()));
     RequestHeader h{kRequestMagic, type, static_cast<uint32_t>(key.size()), static_cast<uint32_t>(value.size())};
     std::string msg(reinterpret_cast<const char*>(&h), sizeof h);
     msg += key;
     msg += value;
     Status st = exchange(msg, deadline, status, reply);
-    if (!st) fd_.reset();  // a half-finished exchange leaves the stream unusable
+    if (!st) {  // a half-finished exchange leaves the stream unusable
+      std::lock_guard<std::mutex> lock(fd_mu_);  // cancel() must never shut down a reused fd number
+      fd_.reset();
+    }
     return st;
   }
 
@@ -85,6 +106,8 @@ class TcpStoreClient : public StoreClient {
 
   UniqueFd fd_;
   std::string address_;
+  std::mutex fd_mu_;  // guards closing fd_ against cancel() from another thread
+  std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace

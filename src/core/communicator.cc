@@ -9,7 +9,15 @@
 namespace coll {
 
 Communicator::Communicator(std::unique_ptr<CommunicatorImpl> impl) : impl_(std::move(impl)) {}
-Communicator::~Communicator() = default;
+// In a forked child the progress thread does not exist and the connections are the parent's:
+// tearing them down would hang (join) or break the parent's, so the child leaves them alone.
+Communicator::~Communicator() {
+  if (impl_ && impl_->inForkedChild()) {
+    COLL_WARN("INIT", "communicator of rank %d not destroyed in a forked child (pid %d): left to the parent",
+              impl_->rank(), static_cast<int>(::getpid()));
+    (void)impl_.release();
+  }
+}
 
 std::unique_ptr<Communicator> Communicator::create(const CommOptions& options) {
   std::unique_ptr<CommunicatorImpl> impl;

@@ -1,20 +1,25 @@
 #include "core/communicator_impl.h"
 
+#include <unistd.h>
+
 #include <cstring>
 
 #include "algorithms/catalog.h"
 #include "algorithms/direct_collectives.h"
 #include "algorithms/patterns/ring.h"
 #include "bootstrap/external_store.h"
+#include "core/call_check.h"
 #include "core/executor.h"
 #include "core/log.h"
 #include "core/spin_wait.h"
+#include "core/stall_report.h"
 
 namespace coll {
 
 CommunicatorImpl::CommunicatorImpl(const CommOptions& options, const Config& config)
     : config_(config), rank_(options.rank), size_(options.size), local_rank_(options.local_rank),
-      key_prefix_("coll/" + options.name + "/"), secret_(options.secret.empty() ? config.job_secret : options.secret) {
+      key_prefix_("coll/" + options.name + "/"), secret_(options.secret.empty() ? config.job_secret : options.secret),
+      ledger_(options.rank) {
   if (options.timeout.count() > 0) config_.timeout = options.timeout;
 }
 
@@ -30,6 +35,8 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   std::vector<topology::AlgoRule> rules;
   COLL_RETURN_IF_ERROR(topology::parseAlgoOverride(config.algo, &rules));  // before anyone waits on us
   COLL_RETURN_IF_ERROR(impl->connectStore(options));
+  COLL_RETURN_IF_ERROR(LedgerResponder::start(impl->storeConnector(options), impl->key_prefix_, &impl->ledger_,
+                                              transport::Clock::now() + config.timeout, &impl->responder_));
   auto deadline = transport::Clock::now() + config.timeout;
   COLL_RETURN_IF_ERROR(topology::exchangeHostIds(*impl->store_, impl->key_prefix_, impl->rank_, impl->size_,
                                                  topology::localHostId(config.host_id, impl->rank_), deadline, &impl->hosts_));
@@ -65,6 +72,19 @@ Status CommunicatorImpl::connectStore(const CommOptions& options) {
                                          &store_);
 }
 
+LedgerResponder::Connect CommunicatorImpl::storeConnector(const CommOptions& options) const {
+  if (options.store) {
+    return [store = options.store](bootstrap::Deadline, std::unique_ptr<bootstrap::StoreClient>* out) {
+      *out = bootstrap::wrapExternalStore(store);
+      return Status::ok();
+    };
+  }
+  return [address = options.store_address, secret = secret_](bootstrap::Deadline deadline,
+                                                              std::unique_ptr<bootstrap::StoreClient>* out) {
+    return bootstrap::StoreClient::connect(address, secret, deadline, out);
+  };
+}
+
 Status CommunicatorImpl::connectNeighbours() {
   if (size_ == 1) return Status::ok();
   auto deadline = transport::Clock::now() + config_.timeout;
@@ -81,9 +101,20 @@ CommunicatorImpl::~CommunicatorImpl() {
   }
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  responder_.reset();  // before the store server (rank 0's) goes
+}
+
+// The child has the parent's connections but not its progress thread (see fork_guard.h).
+void CommunicatorImpl::refuseInForkedChild(const char* what) const {
+  if (!inForkedChild()) return;
+  throw Error(ErrorCode::InvalidArgument,
+              format("%s (rank %d): called in a forked child (pid %d) of the process that made the communicator "
+                     "(pid %d); a communicator cannot cross fork(): make a new one in the child",
+                     what, rank_, static_cast<int>(::getpid()), static_cast<int>(created_.pid)));
 }
 
 Work CommunicatorImpl::enqueue(OpRequest op) {
+  refuseInForkedChild(toString(op.kind));
   Status st = validate(op, rank_, size_);
   if (!st) throw st.toError(format("%s (rank %d)", toString(op.kind), rank_));
   if (group_depth_ > 0 && !isPointToPoint(op.kind))
@@ -97,6 +128,7 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   // my n-th send to p meets p's n-th receive from me, whatever else either of us exchanged.
   op.wire_sequence = isPointToPoint(op.kind) ? p2p_sequence_[2 * op.root + (op.kind == OpKind::send ? 1 : 0)]++
                                              : collective_sequence_++;
+  if (!isPointToPoint(op.kind)) ledger_.issued(collective_sequence_);
   Work work(op.work);
   if (group_depth_ > 0) {  // held back until groupEnd releases the whole group at once
     group_.push_back(std::move(op));
@@ -106,9 +138,13 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   return work;
 }
 
-void CommunicatorImpl::groupStart() { ++group_depth_; }
+void CommunicatorImpl::groupStart() {
+  refuseInForkedChild("groupStart");
+  ++group_depth_;
+}
 
 void CommunicatorImpl::groupEnd() {
+  refuseInForkedChild("groupEnd");
   if (group_depth_ == 0) throw Error(ErrorCode::InvalidArgument, format("groupEnd (rank %d) without groupStart", rank_));
   if (--group_depth_ > 0 || group_.empty()) return;
   OpRequest group;
@@ -166,21 +202,55 @@ void CommunicatorImpl::progressLoop() {
       continue;
     }
     std::string algorithm;
-    Status st = execute(op, &algorithm);
+    bool refused = false;
+    Status st = execute(op, &algorithm, &refused);
+    ledger_.completed(st.isOk());
     if (st) {
       complete(op, std::nullopt);
-      continue;
+    } else if (refused) {  // every rank refused it before data moved: the communicator is intact
+      complete(op, st.toError(opLabel(op, algorithm)));
+    } else {
+      onFailure(op, st.toError(opLabel(op, algorithm)));
     }
-    Error e = st.toError(opLabel(op, algorithm));
-    COLL_WARN("INIT", "%s", e.what());
-    fail(e);
-    complete(op, e);
   }
+}
+
+// The first failure asks every rank where it is (the ledger) so the error can say who never
+// arrived; the connections close first, so peers stuck in this op fail now, not at their
+// deadline, while the question is out.
+void CommunicatorImpl::onFailure(OpRequest& op, Error error) {
+  if (!asyncError()) {
+    closeConnectionsNow(format("rank %d aborted after: %s", rank_, error.what()));
+    ledger_.failed(error.what());
+    error = withLedger(op, error);
+  }
+  COLL_WARN("INIT", "%s", error.what());
+  fail(error);
+  complete(op, error);
+}
+
+Error CommunicatorImpl::withLedger(const OpRequest& op, const Error& error) {
+  if (size_ == 1) return error;
+  // Live peers answer within milliseconds (a parked thread wakes, one store round trip), even
+  // 8 ranks on 2 loaded cores; one silent after this long is stopped or dead. Every survivor
+  // of a dead rank pays this once, so it is kept short.
+  const auto window = std::min<transport::Clock::duration>(std::chrono::milliseconds(250), config_.timeout / 4);
+  LedgerSnapshot mine = ledger_.snapshot();
+  LedgerAnswers answers = askLedgers(*store_, key_prefix_, rank_, size_, mine, transport::Clock::now() + window);
+  LedgerEntry entry = mine.current;
+  entry.sequence = op.work->sequence;
+  return Error(error.code(), std::string(error.what()) + "; " + describeStall(entry, rank_, answers, hosts_.host_of_rank));
+}
+
+void CommunicatorImpl::closeConnectionsNow(const std::string& reason) {
+  transports_.abort(reason);
+  std::vector<transport::Completion> ignored;
+  for (auto& t : transports_.owned) (void)t->progress(&ignored, transport::Clock::now());
 }
 
 // Maps the op onto a schedule's two buffers (workspace where the user's buffer is not the
 // place to reduce in), builds the schedule the selector picks, and runs it.
-Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm) {
+Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm, bool* refused) {
   // A send and the receive it meets carry the same tag: both sides tag point-to-point "send".
   const OpKind wire_kind = isPointToPoint(issued.kind) ? OpKind::send : issued.kind;
   const uint64_t tag = (issued.wire_sequence << 8) | static_cast<uint64_t>(wire_kind);
@@ -201,7 +271,10 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
   p.slice_bytes = config_.slice_bytes;
   p.pipeline_depth = config_.pipeline_depth;
   p.hosts = &hosts_.ranks_of_host;
-  if (op.kind == OpKind::group) return executeGroup(op, p, algorithm);
+  if (op.kind == OpKind::group) {
+    ledger_.started({issued.work->sequence, kNotCollective, OpFingerprint::of(issued, "")});
+    return executeGroup(op, p, algorithm);
+  }
   OpPlan plan;
   algo::Schedule schedule;
   if (isPointToPoint(op.kind)) {
@@ -220,9 +293,27 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
     schedule = selector_->choose(plan.collective, op.bytes()).algorithm->build(p);
   }
   *algorithm = schedule.algorithm;
+  COLL_RETURN_IF_ERROR(beginOp(issued, schedule.algorithm, refused));
   COLL_RETURN_IF_ERROR(run(schedule, op, tag, plan.input, plan.output));
   if (plan.result_destination) std::memcpy(plan.result_destination, workspace_.data() + plan.result_offset, plan.result_bytes);
   return Status::ok();
+}
+
+// Records the op in the ledger and, under COLL_CHECK, compares the call with every rank's
+// before any of its data moves (a disagreement sets *refused: nothing was sent).
+Status CommunicatorImpl::beginOp(const OpRequest& issued, const std::string& algorithm, bool* refused) {
+  const bool collective = !isPointToPoint(issued.kind);
+  OpFingerprint fingerprint = OpFingerprint::of(issued, algorithm);
+  ledger_.started({issued.work->sequence, collective ? issued.wire_sequence : kNotCollective, fingerprint});
+  if (!config_.check || !collective || size_ == 1) return Status::ok();
+  algo::BuildParams p;
+  p.rank = rank_;
+  p.nranks = size_;
+  p.slice_bytes = config_.slice_bytes;
+  p.pipeline_depth = config_.pipeline_depth;
+  p.hosts = &hosts_.ranks_of_host;
+  return checkCall(fingerprint, issued.wire_sequence, p, *selector_,
+                   [this](const algo::Schedule& s, ExecContext& ctx) { return runContext(s, ctx); }, refused);
 }
 
 // Every member's schedule side by side in one, so a rank's grouped sends and receives make
@@ -292,6 +383,11 @@ void CommunicatorImpl::fail(const Error& error) {
 }
 
 void CommunicatorImpl::abort(const std::string& reason) {
+  if (inForkedChild()) {  // aborting would close the parent's connections under it: nothing to do here
+    COLL_WARN("INIT", "abort() in a forked child (pid %d) ignored: the communicator belongs to pid %d",
+              static_cast<int>(::getpid()), static_cast<int>(created_.pid));
+    return;
+  }
   fail(Error(ErrorCode::PeerLost, format("rank %d: %s", rank_, reason.c_str())));
 }
 

@@ -13,6 +13,9 @@
 #include "coll/communicator.h"
 #include "core/config.h"
 #include "core/executor.h"
+#include "core/fork_guard.h"
+#include "core/ledger.h"
+#include "core/ledger_exchange.h"
 #include "core/op.h"
 #include "topology/host_grouping.h"
 #include "topology/selector.h"
@@ -37,13 +40,22 @@ class CommunicatorImpl {
   void groupEnd();
   std::optional<Error> asyncError() const;
   std::string describe() const;
+  // True in a child forked after the communicator was made: it must not be used or torn down.
+  bool inForkedChild() const { return created_.inForkedChild(); }
 
  private:
+  void refuseInForkedChild(const char* what) const;
   CommunicatorImpl(const CommOptions& options, const Config& config);
   Status connectStore(const CommOptions& options);
+  // Opens another client of the same store (the ledger responder parks a GET on its own).
+  LedgerResponder::Connect storeConnector(const CommOptions& options) const;
   Status connectNeighbours();
   void progressLoop();
-  Status execute(const OpRequest& op, std::string* algorithm);
+  Status execute(const OpRequest& op, std::string* algorithm, bool* refused);
+  Status beginOp(const OpRequest& issued, const std::string& algorithm, bool* refused);
+  void onFailure(OpRequest& op, Error error);
+  Error withLedger(const OpRequest& op, const Error& error);
+  void closeConnectionsNow(const std::string& reason);
   Status run(const algo::Schedule& schedule, const OpRequest& op, uint64_t tag, const void* input, void* output);
   Status executeGroup(const OpRequest& group, algo::BuildParams p, std::string* algorithm);
   Status runContext(const algo::Schedule& schedule, ExecContext& ctx);
@@ -53,6 +65,7 @@ class CommunicatorImpl {
   std::string opLabel(const OpRequest& op, const std::string& algorithm) const;
 
   Config config_;
+  const ForkStamp created_ = ForkStamp::now();
   int rank_, size_, local_rank_;
   std::string key_prefix_;
   std::string secret_;
@@ -65,6 +78,8 @@ class CommunicatorImpl {
   std::vector<char> scratch_;    // received slices awaiting reduction (progress thread)
   std::vector<char> workspace_;  // reductions whose result is not the user's buffer
   uint8_t barrier_byte_[1] = {0};
+  Ledger ledger_;
+  std::unique_ptr<LedgerResponder> responder_;  // answers peers' questions about ledger_
 
   mutable std::mutex mu_;  // guards queue_, stopping_, first_error_, close_pending_
   std::condition_variable queue_cv_;

@@ -7,6 +7,7 @@ place and out of place; or the errors the bindings raise; or abort. Inputs depen
 index (so a misplaced chunk fails) and are small integers (so float16 sums and products are
 exact). Exits non-zero on the first failure, with a message naming the case.
 """
+import os
 import sys
 import threading
 import time
@@ -263,6 +264,30 @@ def abort(comm):
     assert w.error() is not None and w.error().code == "PeerLost"
 
 
+def forked(comm):
+    """A child forked after init cannot use its parent's communicator; the parent carries on."""
+    x = np.ones(64, np.float32)
+    comm.allreduce(x).wait()
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            comm.allreduce(x)
+        except coll.Error as e:
+            code = 0 if e.code == "InvalidArgument" and "forked child" in str(e) else 4
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child status {status}"
+    x[:] = 1
+    comm.allreduce(x).wait()
+    assert x[0] == comm.size, x[0]
+
+
+def after_close(comm):
+    comm.close()
+    expect(coll.Error, lambda: comm.allreduce(np.ones(4, np.float32)), "InvalidArgument", "op after close")
+
+
 LEAKED = []
 
 
@@ -274,7 +299,8 @@ def main():
         print(f"rank {comm.rank}: {mode} ok", flush=True)
         return
     with coll.init() as comm:
-        {"collectives": collectives, "errors": errors, "abort": abort}[mode](comm)
+        {"collectives": collectives, "errors": errors, "abort": abort, "forked": forked,
+         "after_close": after_close}[mode](comm)
         print(f"rank {comm.rank if not comm.closed else '?'}: {mode} ok", flush=True)
 
 

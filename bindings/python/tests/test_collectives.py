@@ -47,6 +47,14 @@ def test_abort():
     run_ranks(2, "abort")
 
 
+def test_forked_child_is_refused():
+    run_ranks(2, "forked")
+
+
+def test_calls_after_close_are_refused():
+    run_ranks(2, "after_close")
+
+
 def test_exit_without_close():
     # A communicator left to the interpreter's exit (and a Work still referenced) must not hang.
     run_ranks(2, "leak")

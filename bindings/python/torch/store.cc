@@ -3,7 +3,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 namespace coll::torch_backend {
 namespace {
@@ -16,11 +18,15 @@ class TorchStore final : public KeyValueStore {
     store_->set(key, std::vector<uint8_t>(value.begin(), value.end()));
   }
 
+  // Polls check() rather than calling c10d's wait(): a TCPStore wait that times out leaves its
+  // connection expecting a late reply, which then answers the next request.
   bool get(const std::string& key, std::string* value, std::chrono::milliseconds timeout) override {
-    try {
-      store_->wait({key}, timeout);
-    } catch (const c10::Error&) {
-      if (!store_->check({key})) return false;  // c10d reports a wait timeout by throwing
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto pause = std::chrono::microseconds(200);
+    while (!store_->check({key})) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(20'000));
     }
     auto bytes = store_->get(key);
     value->assign(bytes.begin(), bytes.end());
@@ -28,6 +34,8 @@ class TorchStore final : public KeyValueStore {
   }
 
   int64_t add(const std::string& key, int64_t delta) override { return store_->add(key, delta); }
+
+  bool check(const std::string& key) override { return store_->check({key}); }
 
   std::string host() const override { return host_; }
 
