@@ -75,6 +75,15 @@ void readLogLevel(Config* c) {
   else complain("COLL_DEBUG", v, "NONE, WARN, INFO or TRACE");
 }
 
+void readBucketMb(Config* c) {
+  const char* v = env("COLL_BUCKET_MB");
+  if (!v) return;
+  char* end = nullptr;
+  double mb = std::strtod(v, &end);
+  if (*end != '\0' || !(mb > 0) || mb > 1 << 20) return complain("COLL_BUCKET_MB", v, "MiB > 0, e.g. 25 or 0.5");
+  c->bucket_bytes = static_cast<size_t>(mb * 1024 * 1024);
+}
+
 }  // namespace
 
 Config Config::fromEnvironment() {
@@ -98,6 +107,7 @@ Config Config::fromEnvironment() {
   readBytes("COLL_SHM_CMA_THRESHOLD", 0, 1ull << 40, &c.shm_cma_threshold);
   c.shm_cma_auto = env("COLL_SHM_CMA_THRESHOLD") == nullptr;
   readInt("COLL_SHM_SPIN", 0, 1'000'000, &c.shm_spin_us);
+  readBucketMb(&c);
   return c;
 }
 

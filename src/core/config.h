@@ -42,6 +42,9 @@ struct Config {
   // single copy spends one core where the slots spend two.
   bool shm_cma_auto = true;
   int shm_spin_us = 2;                         // COLL_SHM_SPIN: µs to poll before yielding, then sleeping
+  // The trainer's gradient buckets (src/trainer/bucketer.h): the cap of every bucket but the
+  // first, as PyTorch DDP's bucket_cap_mb (25 MiB there too).
+  size_t bucket_bytes = 25 << 20;              // COLL_BUCKET_MB (MiB, fractions allowed)
 
   // Parses the environment. Malformed values are reported on stderr and the default is kept,
   // so a typo never silently changes behaviour without a word.
