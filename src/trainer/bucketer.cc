@@ -5,26 +5,23 @@
 
 namespace coll::trainer {
 
+// DDP's rule: a parameter joins the open bucket, which closes once it holds at least the cap.
+// (Closing *before* a parameter that would pass the cap instead leaves small parameters, such
+// as a bias between two large weights, alone in buckets that cost a whole all-reduce each.)
 std::vector<Bucket> planBuckets(const std::vector<ParamSlot>& slots, const BucketOptions& options) {
   std::vector<Bucket> plan;
   Bucket current;
-  auto close = [&] {
-    if (current.slots.empty()) return;
-    current.index = plan.size();
-    plan.push_back(std::move(current));
-    current = Bucket{};
-  };
   for (size_t i = 0; i < slots.size(); ++i) {
-    size_t cap = plan.empty() ? options.first_bucket_bytes : options.bucket_bytes;
-    size_t bytes = slots[i].count * sizeof(float);
-    if (!options.single_bucket && !current.slots.empty() && current.bytes() + bytes > cap) {
-      close();
-    }
     if (current.slots.empty()) current.offset = slots[i].offset;
     current.slots.push_back(i);
     current.count += slots[i].count;
+    size_t cap = plan.empty() ? options.first_bucket_bytes : options.bucket_bytes;
+    if ((!options.single_bucket && current.bytes() >= cap) || i + 1 == slots.size()) {
+      current.index = plan.size();
+      plan.push_back(std::move(current));
+      current = Bucket{};
+    }
   }
-  close();
   return plan;
 }
 

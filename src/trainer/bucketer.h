@@ -4,8 +4,8 @@
 //
 // Plan (planBuckets): parameters in backward order (the model's buffer order, model.h) are
 // packed into consecutive buckets. The first bucket is small (DDP: 1 MiB) so communication
-// starts early; the others fill up to the cap (COLL_BUCKET_MB, default 25 MiB). A parameter
-// is never split; one larger than the cap gets a bucket of its own. Because the plan is a
+// starts early; the others are closed once they reach the cap (COLL_BUCKET_MB, default
+// 25 MiB), so a bucket passes its cap by less than one parameter. A parameter is never split. Because the plan is a
 // function of the model alone, every rank has the same buckets in the same order, and buckets
 // are launched strictly in that order (a bucket that is ready early waits for its
 // predecessors), which is what keeps every rank's collectives in the same sequence.

@@ -108,26 +108,31 @@ BucketSizingResult Trainer::autoSizeBuckets(const Batch& sample) {
     model_.backward(grad_logits_, nullptr);
     backward = std::min(backward, secondsSince(t));
   }
-  std::vector<double> alphas;
-  float one = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    Clock::time_point t = Clock::now();
-    comm_.allreduce(&one, &one, 1, DataType::f32, ReduceOp::sum).wait();
-    alphas.push_back(secondsSince(t));
-  }
-  std::sort(alphas.begin(), alphas.end());
+  // alpha and throughput from a line through two all-reduce times, of G/16 and of G bytes:
+  // the fixed cost of a bucket of a few MiB includes the pipeline's fill and drain, which a
+  // one-element all-reduce would not show.
   std::vector<float> scratch(model_.grads().begin(), model_.grads().end());
-  Clock::time_point t = Clock::now();
-  comm_.allreduce(scratch.data(), scratch.data(), scratch.size(), DataType::f32, ReduceOp::sum).wait();
-  double full = secondsSince(t);
+  const size_t small = std::max<size_t>(1, scratch.size() / 16);
+  auto timeAllreduce = [&](size_t count) {
+    double best = 1e30;
+    for (int rep = 0; rep < 2; ++rep) {
+      Clock::time_point t = Clock::now();
+      comm_.allreduce(scratch.data(), scratch.data(), count, DataType::f32, ReduceOp::sum).wait();
+      best = std::min(best, secondsSince(t));
+    }
+    return best;
+  };
+  double t_small = timeAllreduce(small), t_full = timeAllreduce(scratch.size());
   // Every rank must derive the same plan: take the slowest rank's figures.
-  double figures[3] = {backward, alphas[2], full};
+  double figures[3] = {backward, t_small, t_full};
   comm_.allreduce(figures, figures, 3, DataType::f64, ReduceOp::max).wait();
   BucketSizingInput in;
   in.backward_seconds = figures[0];
   in.gradient_bytes = static_cast<double>(model_.grads().size_bytes());
-  in.allreduce_alpha_seconds = figures[1];
-  in.allreduce_bytes_per_second = in.gradient_bytes / std::max(1e-9, figures[2] - figures[1]);
+  double small_bytes = static_cast<double>(small * sizeof(float));
+  double per_byte = std::max(1e-12, (figures[2] - figures[1]) / std::max(1.0, in.gradient_bytes - small_bytes));
+  in.allreduce_bytes_per_second = 1.0 / per_byte;
+  in.allreduce_alpha_seconds = std::max(0.0, figures[1] - small_bytes * per_byte);
   BucketSizingResult result = sizeBuckets(in);
   BucketOptions b = options_.buckets;
   b.single_bucket = false;

@@ -58,9 +58,10 @@ class Trainer {
   // function means trainStep.
   void run(int64_t steps, const InputFn& input, const StepFn& step = nullptr);
 
-  // Sizes buckets from measurements (bucket_sizing.h): times forward+backward on `sample`, a
-  // one-element all-reduce (alpha) and an all-reduce of every gradient (throughput); takes the
-  // maximum of each over ranks so every rank derives the same plan. Call before the first step.
+  // Sizes buckets from measurements (bucket_sizing.h): times backward on `sample` and
+  // all-reduces of 1/16 of the gradients and of all of them (alpha and throughput from the
+  // line through the two); takes the maximum of each over ranks so every rank derives the
+  // same plan. Call before the first step.
   BucketSizingResult autoSizeBuckets(const Batch& sample);
 
   // The mean of `local` over replicas (an all-reduce).

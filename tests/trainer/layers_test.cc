@@ -120,14 +120,14 @@ std::vector<ParamSlot> slotsOfBytes(std::vector<size_t> bytes) {
 }
 
 TEST(TrainerBuckets, SmallFirstBucketThenCappedInBackwardOrder) {
-  // 600K, 600K, 2M, 3M, 1M, 5M (bytes) with a 1 MiB first bucket and a 4 MiB cap.
-  auto slots = slotsOfBytes({600 << 10, 600 << 10, 2 << 20, 3 << 20, 1 << 20, 5 << 20});
+  // 600K, 600K, 2M, 3M, 1M, 5M, 4K (bytes) with a 1 MiB first bucket and a 4 MiB cap.
+  auto slots = slotsOfBytes({600 << 10, 600 << 10, 2 << 20, 3 << 20, 1 << 20, 5 << 20, 4096});
   auto plan = planBuckets(slots, {1 << 20, 4 << 20, false});
   ASSERT_EQ(plan.size(), 4u);
-  EXPECT_EQ(plan[0].slots, (std::vector<size_t>{0}));     // 600K; adding 600K would pass 1 MiB
-  EXPECT_EQ(plan[1].slots, (std::vector<size_t>{1, 2}));  // 2.6M; adding 3M would pass 4 MiB
-  EXPECT_EQ(plan[2].slots, (std::vector<size_t>{3, 4}));  // 3M + 1M: exactly the cap
-  EXPECT_EQ(plan[3].slots, (std::vector<size_t>{5}));     // larger than the cap: alone, unsplit
+  EXPECT_EQ(plan[0].slots, (std::vector<size_t>{0, 1}));  // 1.2M: closed once past 1 MiB
+  EXPECT_EQ(plan[1].slots, (std::vector<size_t>{2, 3}));  // 2M + 3M: closed once past 4 MiB
+  EXPECT_EQ(plan[2].slots, (std::vector<size_t>{4, 5}));  // 1M + 5M: a parameter is never split
+  EXPECT_EQ(plan[3].slots, (std::vector<size_t>{6}));     // the rest
   size_t expected_offset = 0;
   for (const Bucket& b : plan) {  // contiguous, in buffer order, covering everything
     EXPECT_EQ(b.offset, expected_offset);
