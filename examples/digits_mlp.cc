@@ -30,7 +30,7 @@ struct Options {
   size_t batch = 64;
   std::vector<size_t> hidden = {64};
   std::string optimizer = "adam", compress = "none", data = kDefaultDigitsPath, trace;
-  float lr = 0;  // 0: 1e-3 for adam, 0.05 for sgd
+  float lr = 0;  // 0: 3e-3 for adam, 0.05 for sgd
   bool zero = false, batch_norm = false, check_hash = false;
   unsigned seed = 1;
 };
@@ -66,7 +66,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--check-hash") o.check_hash = true;
     else { std::fprintf(stderr, "digits_mlp: unknown option %s (see the file's header)\n", a.c_str()); std::exit(2); }
   }
-  if (o.lr == 0) o.lr = o.optimizer == "sgd" ? 0.05f : 1e-3f;
+  if (o.lr == 0) o.lr = o.optimizer == "sgd" ? 0.05f : 3e-3f;
   return o;
 }
 

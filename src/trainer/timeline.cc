@@ -23,6 +23,7 @@ double micros(Clock::duration d) { return std::chrono::duration<double, std::mic
 void Timeline::record(TimelineEvent event) {
   if (!enabled_) return;
   std::lock_guard lock(mu_);
+  if (events_.size() >= kMaxEvents) events_.erase(events_.begin(), events_.begin() + kMaxEvents / 2);
   events_.push_back(std::move(event));
 }
 
