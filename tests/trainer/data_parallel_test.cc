@@ -109,11 +109,18 @@ TEST(DataParallel, ParametersBitIdenticalAfterEveryStep) {
   EXPECT_GT(accuracyOf(3, zero), 0.5) << "ZeRO-1 on 3 ranks";
 }
 
+struct HookCase {
+  const char* hook;      // makeCommHook's name
+  Reduction reduction;
+  double scale;          // what the step moves by, in units of the average gradient
+  double rel_tolerance;  // of the mean magnitude of the addends
+};
+
 // A model of several buckets; each rank's batch differs. After one step of plain SGD (lr 1, no
-// momentum) each parameter moved by minus the average gradient, which the reference computes
-// here from every rank's local gradient (gathered before the step).
-TEST(DataParallel, BucketedAllreduceAveragesEveryRanksGradients) {
-  auto outcomes = test::runRanks(4, [](Communicator& comm, Rank& self) {
+// momentum) each parameter moved by minus the average (or the sum of the) gradients, which the
+// reference computes here from every rank's local gradient (gathered before the step).
+void expectStepMovesByReducedGradient(const HookCase& hc) {
+  auto outcomes = test::runRanks(4, [&](Communicator& comm, Rank& self) {
     Model model;
     buildMlp(model, {16, {32, 24, 16}, 5, false}, &comm, 7);
     Matrix x(6, 16);
@@ -130,16 +137,24 @@ TEST(DataParallel, BucketedAllreduceAveragesEveryRanksGradients) {
     std::vector<float> before(model.values().begin(), model.values().end());
     TrainerOptions options;
     options.buckets = {512, 1024, false};
-    Trainer trainer(comm, model, std::make_unique<ReplicatedUpdate>(std::make_unique<SgdMomentum>(1.0f, 0.0f), nullptr), options);
+    Trainer trainer(comm, model,
+                    std::make_unique<ReplicatedUpdate>(std::make_unique<SgdMomentum>(1.0f, 0.0f),
+                                                       makeCommHook(hc.hook, hc.reduction)),
+                    options);
     RANK_CHECK(trainer.buckets().size() >= 4, "only %zu buckets", trainer.buckets().size());
     trainer.trainStep({x, labels});
     for (size_t i = 0; i < n; ++i) {
-      double mean = 0;
-      for (int r = 0; r < 4; ++r) mean += all[static_cast<size_t>(r) * n + i];
-      mean /= 4;
+      // 16-bit wire types round each addend and partial sum: the error scales with the
+      // addends' magnitudes, not with their (possibly cancelling) sum.
+      double sum = 0, magnitude = 0;
+      for (int r = 0; r < 4; ++r) {
+        sum += all[static_cast<size_t>(r) * n + i];
+        magnitude += std::fabs(all[static_cast<size_t>(r) * n + i]);
+      }
+      double expected = sum / 4 * hc.scale, scale = magnitude / 4 * hc.scale;
       double moved = static_cast<double>(before[i]) - model.values()[i];
-      RANK_CHECK(std::fabs(moved - mean) <= 1e-5 + 1e-4 * std::fabs(mean), "element %zu moved %g, average gradient %g",
-                 i, moved, mean);
+      RANK_CHECK(std::fabs(moved - expected) <= 1e-6 + hc.rel_tolerance * scale,
+                 "%s: element %zu moved %g, expected %g", hc.hook, i, moved, expected);
     }
     // The first bucket's all-reduce was issued before backward reached the first layer.
     Clock::time_point first_launch{}, backward_end{};
@@ -151,6 +166,19 @@ TEST(DataParallel, BucketedAllreduceAveragesEveryRanksGradients) {
                "bucket 0 was not launched during backward");
   });
   test::expectAllSucceeded(outcomes);
+}
+
+TEST(DataParallel, BucketedAllreduceAveragesEveryRanksGradients) {
+  expectStepMovesByReducedGradient({"none", Reduction::average, 1.0, 1e-5});
+}
+TEST(DataParallel, SumHookAddsEveryRanksGradients) {
+  expectStepMovesByReducedGradient({"none", Reduction::sum, 4.0, 1e-5});
+}
+TEST(DataParallel, Fp16HookAveragesWithinHalfPrecision) {
+  expectStepMovesByReducedGradient({"fp16", Reduction::average, 1.0, 4e-3});  // 4 roundings of 2^-11
+}
+TEST(DataParallel, Bf16HookAveragesWithinBfloat16Precision) {
+  expectStepMovesByReducedGradient({"bf16", Reduction::average, 1.0, 3e-2});  // 4 roundings of 2^-8
 }
 
 // 4 ranks with 8 rows each normalise, and back-propagate, exactly as one batch norm over the
