@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
     for (auto& m : modes) {
       m->trainer->timeline().clear();
       m->trainer->run(o.steps + 1, [&](int64_t) { return batch; });
-      std::vector<StepFigures> f = analyse(m->trainer->timeline());
+      std::vector<StepFigures> f = analyse(m->trainer->flushedTimeline());
       m->figures.insert(m->figures.end(), f.begin() + 1, f.end());  // the first step of a round warms up
     }
   }
@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
     if (m->name == "single") single = median(step);
     std::printf("%-10s %12.1f %12.1f %12.1f %10.3f %10.3f  %s\n", m->name.c_str(), 1e3 * median(step), 1e3 * median(bw),
                 1e3 * median(comm_t), median(hid), single > 0 ? median(step) / single : 0.0, m->plan.c_str());
-    if (!o.trace.empty()) m->trainer->timeline().writeChromeTrace(o.trace + "." + m->name + ".json", 0);
+    if (!o.trace.empty()) m->trainer->flushedTimeline().writeChromeTrace(o.trace + "." + m->name + ".json", 0);
   }
   return 0;
 }

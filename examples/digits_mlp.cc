@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     std::printf("ranks %d  global batch %zu  optimizer %s%s  state %zu bytes/rank  test accuracy %.2f%%\n", world,
                 o.batch, o.optimizer.c_str(), o.zero ? " (ZeRO-1)" : "", trainer.update().optimizerStateBytes(),
                 100 * acc);
-    if (!o.trace.empty()) trainer.timeline().writeChromeTrace(o.trace, rank);
+    if (!o.trace.empty()) trainer.flushedTimeline().writeChromeTrace(o.trace, rank);
   }
   return 0;
 }

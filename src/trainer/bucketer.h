@@ -57,6 +57,9 @@ class Bucketer {
   // its coll::Error with the bucket named. b must have been launched (all layers done).
   void wait(size_t b);
 
+  // Waits (at most `timeout`) until every launched bucket's event is in the timeline.
+  bool flushTimeline(std::chrono::milliseconds timeout) { return watcher_.flush(timeout); }
+
   const std::vector<Bucket>& buckets() const { return buckets_; }
   size_t launched() const { return next_launch_; }
 

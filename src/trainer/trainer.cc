@@ -94,6 +94,11 @@ void Trainer::run(int64_t steps, const InputFn& input, const StepFn& step) {
   }
 }
 
+Timeline& Trainer::flushedTimeline() {
+  bucketer_->flushTimeline(std::chrono::seconds(1));
+  return timeline_;
+}
+
 double Trainer::globalMean(double local) {
   comm_.allreduce(&local, &local, 1, DataType::f64, ReduceOp::avg).wait();
   return local;

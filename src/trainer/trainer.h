@@ -67,6 +67,10 @@ class Trainer {
   // The mean of `local` over replicas (an all-reduce).
   double globalMean(double local);
 
+  // The timeline with every bucket's event recorded (the watcher thread records each shortly
+  // after its all-reduce completes); waits at most one second for stragglers.
+  Timeline& flushedTimeline();
+
   Communicator& comm() { return comm_; }
   Model& model() { return model_; }
   Timeline& timeline() { return timeline_; }

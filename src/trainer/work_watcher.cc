@@ -18,8 +18,14 @@ void WorkWatcher::watch(Work work, TimelineEvent event) {
   {
     std::lock_guard lock(mu_);
     queue_.emplace_back(std::move(work), std::move(event));
+    ++unrecorded_;
   }
   cv_.notify_all();
+}
+
+bool WorkWatcher::flush(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return unrecorded_ == 0; });
 }
 
 void WorkWatcher::loop() {
@@ -30,13 +36,19 @@ void WorkWatcher::loop() {
     auto [work, event] = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
+    bool ok = true;
     try {
       work.wait();
     } catch (const Error&) {
-      continue;  // the training thread's wait reports it
+      ok = false;  // the training thread's wait reports it
     }
-    event.end = Clock::now();
-    timeline_.record(std::move(event));
+    if (ok) {
+      event.end = Clock::now();
+      timeline_.record(std::move(event));
+    }
+    lock.lock();
+    --unrecorded_;
+    cv_.notify_all();
   }
 }
 

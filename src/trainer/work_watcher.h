@@ -27,6 +27,8 @@ class WorkWatcher {
 
   // `event` has name, lane, step, start and bytes; its end is set when `work` completes.
   void watch(Work work, TimelineEvent event);
+  // Returns once every watched Work's event is recorded, or false after `timeout`.
+  bool flush(std::chrono::milliseconds timeout);
 
  private:
   void loop();
@@ -35,6 +37,7 @@ class WorkWatcher {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<Work, TimelineEvent>> queue_;
+  size_t unrecorded_ = 0;  // watched, event not yet recorded
   bool stop_ = false;
   std::thread thread_;
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "multirank/rank_runner.h"
 #include "trainer/batch_norm.h"
@@ -158,7 +159,7 @@ void expectStepMovesByReducedGradient(const HookCase& hc) {
     }
     // The first bucket's all-reduce was issued before backward reached the first layer.
     Clock::time_point first_launch{}, backward_end{};
-    for (const TimelineEvent& e : trainer.timeline().events()) {
+    for (const TimelineEvent& e : trainer.flushedTimeline().events()) {
       if (e.name == "bucket 0") first_launch = e.start;
       if (e.name.rfind("backward", 0) == 0) backward_end = std::max(backward_end, e.end);
     }
