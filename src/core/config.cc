@@ -75,6 +75,15 @@ void readLogLevel(Config* c) {
   else complain("COLL_DEBUG", v, "NONE, WARN, INFO or TRACE");
 }
 
+void readBucketMb(Config* c) {
+  const char* v = env("COLL_BUCKET_MB");
+  if (!v) return;
+  char* end = nullptr;
+  double mb = std::strtod(v, &end);
+  if (*end != '\0' || !(mb > 0) || mb > 1 << 20) return complain("COLL_BUCKET_MB", v, "MiB > 0, e.g. 25 or 0.5");
+  c->bucket_bytes = static_cast<size_t>(mb * 1024 * 1024);
+}
+
 }  // namespace
 
 Config Config::fromEnvironment() {
@@ -101,6 +110,7 @@ Config Config::fromEnvironment() {
   int check = 0;
   readInt("COLL_CHECK", 0, 1, &check);
   c.check = check == 1;
+  readBucketMb(&c);
   return c;
 }
 

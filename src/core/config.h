@@ -45,6 +45,9 @@ struct Config {
   // COLL_CHECK=1: every collective's call (op, dtype, count, root, algorithm) is compared
   // across ranks before data moves (src/core/call_check.h). Off: no cost at all.
   bool check = false;
+  // The trainer's gradient buckets (src/trainer/bucketer.h): the cap of every bucket but the
+  // first, as PyTorch DDP's bucket_cap_mb (25 MiB there too).
+  size_t bucket_bytes = 25 << 20;              // COLL_BUCKET_MB (MiB, fractions allowed)
 
   // Parses the environment. Malformed values are reported on stderr and the default is kept,
   // so a typo never silently changes behaviour without a word.

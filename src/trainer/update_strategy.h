@@ -1,0 +1,34 @@
+// UpdateStrategy: what happens to a bucket of gradients between backward and the next step.
+//
+// The trainer calls, per step: beginStep(); launch(b) for each bucket as soon as backward has
+// produced it (from the bucketer, in bucket order); then, for each bucket in order, apply(b)
+// once launch(b)'s Work completed; finally endStep(), which must leave every rank's parameters
+// updated and bit-identical. Two strategies exist:
+//   ReplicatedUpdate: all-reduce (through a CommHook) and a full optimizer on every rank.
+//   ShardedUpdate (ZeRO-1): reduce-scatter, each rank updates its 1/n shard with 1/n of the
+//   optimizer state, all-gather the parameters.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "coll/communicator.h"
+#include "trainer/bucketer.h"
+#include "trainer/model.h"
+
+namespace coll::trainer {
+
+class UpdateStrategy {
+ public:
+  virtual ~UpdateStrategy() = default;
+  // Called when the bucket plan is known (and again if it changes, before the first step).
+  virtual void setup(Communicator& comm, Model& model, const std::vector<Bucket>& buckets) = 0;
+  virtual void beginStep() {}
+  virtual Work launch(const Bucket& bucket) = 0;
+  virtual void apply(const Bucket& bucket) = 0;
+  virtual void endStep() {}
+  // Optimizer state held by this rank.
+  virtual size_t optimizerStateBytes() const = 0;
+};
+
+}  // namespace coll::trainer

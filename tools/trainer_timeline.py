@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""Renders trainer Chrome traces (Timeline::writeChromeTrace) as a PNG timeline.
+
+usage: tools/trainer_timeline.py OUT.png TRACE.json [TRACE.json ...] [--steps 2] [--title T]
+
+One panel per trace (e.g. one all-reduce after backward, and bucketed overlap), with the
+compute lane (forward, backward per layer, optimizer waits and updates) above the
+communication lane (each bucket's all-reduce from launch to completion). Shows the last
+--steps steps of each trace, on a common time scale starting at the first shown step.
+Needs matplotlib (Debian: python3-matplotlib).
+"""
+import argparse
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLOURS = {"forward": "#4c72b0", "backward": "#55a868", "wait": "#dddddd", "update": "#c44e52",
+           "end of step": "#8172b2", "bucket": "#dd8452"}
+
+
+def colour(name):
+    for key, c in COLOURS.items():
+        if name.startswith(key):
+            return c
+    return "#999999"
+
+
+def load(path, steps):
+    with open(path) as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e["tid"] in (0, 1)]
+    last = max(e["args"]["step"] for e in events)
+    shown = [e for e in events if e["args"]["step"] > last - steps]
+    t0 = min(e["ts"] for e in shown)
+    return [(e["name"], e["tid"], (e["ts"] - t0) / 1e3, e["dur"] / 1e3) for e in shown]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("traces", nargs="+")
+    p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--title", default="coll trainer timeline (rank 0)")
+    a = p.parse_args()
+    panels = [(t, load(t, a.steps)) for t in a.traces]
+    end = max(s + d for _, ev in panels for _, _, s, d in ev)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 1.9 * len(panels) + 1.0), squeeze=False)
+    for ax, (path, events) in zip(axes[:, 0], panels):
+        for name, lane, start, dur in events:
+            y = 1 if lane == 0 else 0
+            ax.broken_barh([(start, max(dur, 0.05))], (y + 0.1, 0.8), facecolors=colour(name),
+                           edgecolors="black", linewidth=0.3)
+        ax.set_yticks([0.5, 1.5], ["all-reduce", "compute"])
+        ax.set_xlim(0, end * 1.01)
+        ax.set_title(path.split("/")[-1], fontsize=9, loc="left")
+    axes[-1, 0].set_xlabel("ms")
+    handles = [matplotlib.patches.Patch(color=c, label=k) for k, c in COLOURS.items()]
+    fig.legend(handles=handles, loc="lower center", ncol=6, fontsize=8)
+    fig.suptitle(a.title, x=0.01, ha="left", fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.95))
+    fig.savefig(a.out, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
