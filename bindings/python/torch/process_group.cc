@@ -1,7 +1,9 @@
 #include "process_group.h"
 
 #include <c10/util/Exception.h>
+#include <pybind11/pybind11.h>
 
+#include <optional>
 #include <random>
 
 #include "coll/error.h"
@@ -52,6 +54,10 @@ ProcessGroupColl::ProcessGroupColl(const c10::intrusive_ptr<c10d::Store>& store,
 }
 
 ProcessGroupColl::~ProcessGroupColl() {
+  // The Completer may be dropping the last reference to a tensor Python owns, which takes the
+  // GIL: joining it while this thread holds the GIL would deadlock.
+  std::optional<pybind11::gil_scoped_release> unlocked;
+  if (Py_IsInitialized() && PyGILState_Check()) unlocked.emplace();
   completer_.reset();  // every pending Work finishes (or fails at its deadline) first
   comm_.reset();
 }
