@@ -56,16 +56,33 @@ ucs_status_t UcxConnection::createEndpoint(const std::string& remote_address, uc
 }
 
 // UCX connects lazily, and finishing a connection takes both sides' progress (TCP's handshake,
-// UCP's wire-up). Sends queue inside UCP until then, and a queued send would wait for this rank
-// to call progress() again. So connect() sends a hello and waits until UCP really sent it.
-// Only the send is awaited, not the peer's hello: ranks connect to their peers in different
-// orders, and waiting for each other's hellos could go round in a cycle. The hello itself is
-// never received; it stays, one small message per pair, in the peer's unexpected queue.
-Status UcxConnection::wireUp(Deadline deadline) {
+// UCP's wire-up); a send queued inside UCP meanwhile would wait for this rank to call progress()
+// again. So each side sends a hello when it opens the endpoint, and awaitReady() waits for both
+// hellos (ours sent, the peer's received). The transport opens endpoints to every peer before
+// awaiting any, so ranks that connect in different orders never wait for each other in a cycle.
+Status UcxConnection::wireUp(Deadline) {
   static const char kHello[] = "hello";
-  ucp_request_param_t prm{};
-  ucs_status_ptr_t sent = ucp_tag_send_nbx(ep_, kHello, sizeof kHello, controlTag(s_.self, Control::hello), &prm);
-  return awaitRequest(sent, deadline, "wire-up (hello)");
+  Pending* out = track(0, Pending::hello_out, kHello);
+  out->reported = true;
+  sendOwned(out, controlTag(s_.self, Control::hello));
+  Pending* in = track(0, Pending::hello_in, std::string(sizeof kHello, '\0'));
+  in->reported = true;
+  ucp_request_param_t prm = requestParam(in);
+  prm.cb.recv = &UcxConnection::onReceived;
+  ucs_status_ptr_t r = ucp_tag_recv_nbx(s_.worker, in->owned.data(), in->owned.size(),
+                                        controlTag(s_.peer, Control::hello), kExactMask, &prm);
+  if (r == nullptr || UCS_PTR_IS_ERR(r)) finish(in, UCS_PTR_STATUS(r), in->owned.size());
+  else in->request = r;
+  return Status::ok();
+}
+
+Status UcxConnection::awaitReady(Deadline deadline) {
+  while (hellos_ < 2 && failure_.isOk() && Clock::now() < deadline) ucp_worker_progress(s_.worker);
+  if (!failure_.isOk()) return failure_;
+  if (hellos_ < 2)
+    return timeoutError(format("peer %d (%s) did not finish connecting (ucx hello %s) before the deadline", s_.peer,
+                               s_.where.c_str(), hellos_ == 0 ? "neither way" : "one way"), s_.peer);
+  return Status::ok();
 }
 
 Status UcxConnection::awaitRequest(void* request, Deadline deadline, const char* what) {
@@ -211,6 +228,9 @@ void UcxConnection::onReceived(void* request, ucs_status_t status, const ucp_tag
 // --- completion and failure ------------------------------------------------------------------
 
 void UcxConnection::finish(Pending* p, ucs_status_t status, size_t received) {
+  if ((p->kind == Pending::hello_out || p->kind == Pending::hello_in) && status == UCS_OK) ++hellos_;
+  if ((p->kind == Pending::hello_out || p->kind == Pending::hello_in) && status != UCS_OK)
+    fail(ucxFailure("hello", status));
   if (p->kind == Pending::goodbye_in && status == UCS_OK)
     peerGone(peerLostError(format("peer %d (%s) left: %s", s_.peer, s_.where.c_str(),
                                   p->owned.substr(0, received).c_str()), s_.peer));
@@ -273,7 +293,7 @@ void UcxConnection::fail(const Status& status) {
 
 bool UcxConnection::busyWithOwnTraffic() const {
   for (const auto& [raw, p] : in_flight_)
-    if (p->kind == Pending::discard || p->kind == Pending::goodbye_out || p->kind == Pending::goodbye_in) return true;
+    if (p->kind != Pending::send && p->kind != Pending::recv && p->kind != Pending::hello_in) return true;
   return false;
 }
 

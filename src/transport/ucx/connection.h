@@ -41,10 +41,11 @@ class UcxConnection : public Connection {
  public:
   explicit UcxConnection(const ConnectionSetup& setup);
   ~UcxConnection() override;
-  // Creates the endpoint from the peer's worker address and sends a hello before the deadline,
-  // which completes UCX's connection (the peer must be progressing: connecting to someone, or
-  // in an op), so that later small sends go straight to the wire.
+  // Creates the endpoint from the peer's worker address and starts the hello exchange.
   Status open(const std::string& remote_address, Deadline deadline);
+  // Until our hello left and the peer's arrived: UCX's connection is then complete both ways,
+  // and later small sends go straight to the wire. The peer must be connecting to us too.
+  Status awaitReady(Deadline deadline);
 
   int peer() const override { return s_.peer; }
   std::string describe() const override;  // "peer 3 (remote host, ucx)"
@@ -74,7 +75,7 @@ class UcxConnection : public Connection {
   struct Pending {
     UcxConnection* conn;
     uint64_t cookie;
-    enum Kind { send, recv, goodbye_out, goodbye_in, discard } kind;
+    enum Kind { send, recv, hello_out, hello_in, goodbye_out, goodbye_in, discard } kind;
     std::string owned;  // goodbye text, or a mismatched message being drained
     bool reported = false;
     void* request = nullptr;  // UCP's, while it runs
@@ -111,6 +112,7 @@ class UcxConnection : public Connection {
   std::unordered_map<Pending*, std::unique_ptr<Pending>> in_flight_;
   std::deque<RecvRequest> unmatched_;  // posted, no message probed for them yet
   bool said_goodbye_ = false;
+  int hellos_ = 0;  // 2: ours sent and the peer's received
   bool ep_failed_ = false;  // UCP reported an error: the endpoint may only be force-closed
   Status gone_;     // the peer went away: what is left to match still is
   Clock::time_point gone_since_{};

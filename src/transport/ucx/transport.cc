@@ -37,6 +37,7 @@ class UcxTransport : public Transport {
   const char* name() const override { return "ucx"; }
   Status open();
   Status connect(int peer, Deadline deadline, Connection** out) override;
+  Status open(int peer, Deadline deadline);
   Status progress(std::vector<Completion>* out, Deadline until) override;
   void abort(const std::string& reason) override;
 
@@ -55,6 +56,7 @@ class UcxTransport : public Transport {
   std::unique_ptr<Worker> worker_;
   PeerCard card_;
   std::map<int, std::unique_ptr<UcxConnection>> connections_;
+  std::map<int, bool> ready_;
   std::vector<UcxConnection*> polled_;
   std::vector<Completion> completions_;
   Clock::time_point next_liveness_check_{};
@@ -72,26 +74,39 @@ Status UcxTransport::open() {
   return dir_.store->set(key(dir_.rank), card_.encode(), Clock::now() + config_.timeout);
 }
 
+// The first call opens endpoints to every peer (see UcxConnection::wireUp); each call then
+// waits until its peer's endpoint is ready both ways.
 Status UcxTransport::connect(int peer, Deadline deadline, Connection** out) {
+  if (connections_.empty()) {
+    for (int p = 0; p < dir_.size; ++p)
+      if (p != dir_.rank) COLL_RETURN_IF_ERROR(open(p, deadline));
+  }
   auto it = connections_.find(peer);
-  if (it == connections_.end()) {
-    std::string text;
-    Status st = dir_.store->get(key(peer), &text, deadline);
-    if (!st) return Status(st.code(), format("peer %d did not publish its ucx address: %s", peer, st.message().c_str()), peer);
-    PeerCard remote;
-    COLL_RETURN_IF_ERROR(PeerCard::decode(text, &remote));
-    ConnectionSetup setup{worker_->handle(), dir_.rank, peer, "remote host", std::nullopt, &completions_};
-    if (!remote.machine.empty() && remote.machine == card_.machine) {
-      setup.where = format("pid %d, same kernel", static_cast<int>(remote.pid));
-      setup.watched_pid = remote.pid;
-    }
-    auto conn = std::make_unique<UcxConnection>(setup);
-    COLL_RETURN_IF_ERROR(conn->open(remote.address, deadline));
-    COLL_INFO("NET", "connected to %s", conn->describe().c_str());
-    polled_.push_back(conn.get());
-    it = connections_.emplace(peer, std::move(conn)).first;
+  if (it == connections_.end()) return invalidArgument(format("ucx transport: no peer %d", peer));
+  if (!ready_[peer]) {
+    COLL_RETURN_IF_ERROR(it->second->awaitReady(deadline));
+    ready_[peer] = true;
+    COLL_INFO("NET", "connected to %s", it->second->describe().c_str());
   }
   *out = it->second.get();
+  return Status::ok();
+}
+
+Status UcxTransport::open(int peer, Deadline deadline) {
+  std::string text;
+  Status st = dir_.store->get(key(peer), &text, deadline);
+  if (!st) return Status(st.code(), format("peer %d did not publish its ucx address: %s", peer, st.message().c_str()), peer);
+  PeerCard remote;
+  COLL_RETURN_IF_ERROR(PeerCard::decode(text, &remote));
+  ConnectionSetup setup{worker_->handle(), dir_.rank, peer, "remote host", std::nullopt, &completions_};
+  if (!remote.machine.empty() && remote.machine == card_.machine) {
+    setup.where = format("pid %d, same kernel", static_cast<int>(remote.pid));
+    setup.watched_pid = remote.pid;
+  }
+  auto conn = std::make_unique<UcxConnection>(setup);
+  COLL_RETURN_IF_ERROR(conn->open(remote.address, deadline));
+  polled_.push_back(conn.get());
+  connections_.emplace(peer, std::move(conn));
   return Status::ok();
 }
 
