@@ -19,7 +19,7 @@ done
 # Build needs, then what the tests and benchmarks compare against (launchers, peers).
 packages=(build-essential cmake ninja-build pkg-config libboost-dev libgtest-dev libgmock-dev
           libbenchmark-dev openmpi-bin libopenmpi-dev mpich python3-torch libtorch-dev python3-numpy python3-pytest
-          pybind11-dev iperf3
+          pybind11-dev iperf3 libucx-dev libibverbs-dev
           iproute2 procps
           zlib1g-dev python3-sklearn)  # the trainer reads sklearn's digits.csv.gz with zlib
 

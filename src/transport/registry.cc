@@ -5,6 +5,12 @@
 #include "core/log.h"
 #include "transport/shm/transport.h"
 #include "transport/socket/transport.h"
+#ifdef COLL_HAVE_UCX
+#include "transport/ucx/transport.h"
+#endif
+#ifdef COLL_HAVE_VERBS
+#include "transport/verbs/transport.h"
+#endif
 
 namespace coll::transport {
 
@@ -31,11 +37,54 @@ std::string TransportSet::summary(int rank) const {
   return s.empty() ? "no peers" : s;
 }
 
+namespace {
+
+// COLL_TRANSPORT=ucx: UCX for every peer, nothing else. UCX is never chosen automatically
+// (measurements in README.md, "UCX").
+Status createUcxOnly(const Config& config, const PeerDirectory& directory, TransportSet* out) {
+#ifdef COLL_HAVE_UCX
+  std::unique_ptr<Transport> ucx;
+  COLL_RETURN_IF_ERROR(ucx::createTransport(config, directory, &ucx));
+  out->for_peer.assign(directory.size, ucx.get());
+  out->for_peer[directory.rank] = nullptr;
+  out->owned.push_back(std::move(ucx));
+  COLL_INFO("NET", "transports: %s (forced by COLL_TRANSPORT)", out->summary(directory.rank).c_str());
+  return Status::ok();
+#else
+  (void)config, (void)directory, (void)out;
+  return unsupportedError("COLL_TRANSPORT=ucx, but coll was built without UCX (install libucx-dev and reconfigure)");
+#endif
+}
+
+// Verbs, when it can run here; otherwise the reason, logged once at start-up.
+std::unique_ptr<Transport> tryVerbs(const Config& config, const PeerDirectory& directory, Status* why) {
+  std::unique_ptr<Transport> verbs;
+#ifdef COLL_HAVE_VERBS
+  *why = verbs::createTransport(config, directory, &verbs);
+#else
+  (void)config, (void)directory;
+  *why = unsupportedError("coll was built without libibverbs");
+#endif
+  if (!why->isOk()) COLL_INFO("NET", "verbs transport not used: %s", why->message().c_str());
+  return verbs;
+}
+
+}  // namespace
+
 Status createTransports(const Config& config, const PeerDirectory& directory, const topology::HostGrouping& hosts,
                         TransportSet* out) {
   const std::string& forced = config.transport;
-  if (!forced.empty() && forced != "socket" && forced != "shm")
-    return invalidArgument(format("COLL_TRANSPORT=%s: unknown transport (socket, shm)", forced.c_str()));
+  if (!forced.empty() && forced != "socket" && forced != "shm" && forced != "ucx" &&
+      forced != "verbs")
+    return invalidArgument(format("COLL_TRANSPORT=%s: unknown transport (socket, shm, ucx, verbs)", forced.c_str()));
+  if (forced == "ucx") return createUcxOnly(config, directory, out);
+  Status no_verbs;
+  std::unique_ptr<Transport> verbs;
+  if (forced == "verbs" || (forced.empty() && hosts.num_hosts > 1)) verbs = tryVerbs(config, directory, &no_verbs);
+  if (forced == "verbs") {
+    if (!verbs) return Status(no_verbs.code(), "COLL_TRANSPORT=verbs: " + no_verbs.message());
+    return internalError("COLL_TRANSPORT=verbs: the verbs data path is not built yet");
+  }
   std::unique_ptr<Transport> socket, shm;
   COLL_RETURN_IF_ERROR(socket::createTransport(config, directory, &socket));
   // Collective: every rank takes part, with or without local peers (COLL_TRANSPORT must then

@@ -1,6 +1,7 @@
 // Chooses, for every peer, the transport that reaches it best: shared memory for ranks on the
 // same host (by host grouping: hostname + boot id), sockets for the rest (later: cuda_ipc >
-// shm > verbs > ucx > socket).
+// shm > verbs > socket). UCX serves every peer when forced (COLL_TRANSPORT=ucx) and is left
+// out of the automatic choice: see registry.cc for the measurement behind that.
 // COLL_TRANSPORT forces one for every peer; forcing one that cannot reach a peer is an error
 // that names the peer. Every rank must create the transports (some set-ups are collective).
 #pragma once

@@ -1,0 +1,50 @@
+// A UCP context and one worker over it: what a ucx Transport (one per communicator) owns. The
+// worker is single-threaded (UCS_THREAD_MODE_SINGLE): only the progress thread touches it.
+//
+// Waiting: the worker is created with UCP_FEATURE_WAKEUP when UCX grants it, so an idle
+// progress thread can sleep on the worker's event fd (arm, then poll) instead of spinning;
+// where the transports UCX chose cannot signal events, sleep() naps briefly instead.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace coll::transport::ucx {
+
+// "Input/output error (UCS_ERR_IO_ERROR)"
+std::string ucsError(ucs_status_t status);
+
+class Worker {
+ public:
+  static Status create(std::unique_ptr<Worker>* out);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  ucp_worker_h handle() const { return worker_; }
+  // The worker's address, as bytes, for peers' ucp_ep_create.
+  const std::string& address() const { return address_; }
+  // Runs UCX's progress once; true if anything happened.
+  bool progress() { return ucp_worker_progress(worker_) != 0; }
+  // Receives and drops every message nobody asked for (the hellos, leftovers of a failed op),
+  // so UCX does not warn about them at destruction.
+  void drainUnexpected();
+  // Returns when the worker may have events, or after at most `limit`.
+  void sleep(std::chrono::microseconds limit);
+
+ private:
+  Worker() = default;
+  Status init();
+
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int event_fd_ = -1;  // -1: no wakeup support, sleep() naps
+  std::string address_;
+};
+
+}  // namespace coll::transport::ucx
