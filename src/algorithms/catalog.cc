@@ -7,6 +7,8 @@
 #include "algorithms/hierarchical_allreduce.h"
 #include "algorithms/ring_collectives.h"
 #include "algorithms/ring_allreduce.h"
+#include "algorithms/rhd_allreduce.h"
+#include "algorithms/tree_allreduce.h"
 
 namespace coll::algo {
 
@@ -38,6 +40,8 @@ const std::vector<AlgorithmInfo>& catalog() {
       {Collective::allreduce, "ring", buildRingAllreduce},
       {Collective::allreduce, "direct", buildDirectAllreduce},
       {Collective::allreduce, "hierarchical", buildHierarchicalAllreduce},
+      {Collective::allreduce, "tree", buildTreeAllreduce},
+      {Collective::allreduce, "rhd", buildRhdAllreduce},
       {Collective::broadcast, "chain", buildChainBroadcast},
       {Collective::broadcast, "direct", buildDirectBroadcast},
       {Collective::broadcast, "binomial", buildBinomialBroadcast},

@@ -9,6 +9,14 @@ ScheduleBuilder::ScheduleBuilder(std::string algorithm, size_t num_regions) : re
 }
 
 uint32_t ScheduleBuilder::add(Step step, std::initializer_list<size_t> reads, std::initializer_list<size_t> writes) {
+  return addSpans(std::move(step), {reads.begin(), reads.size()}, {writes.begin(), writes.size()});
+}
+
+uint32_t ScheduleBuilder::add(Step step, const std::vector<size_t>& reads, const std::vector<size_t>& writes) {
+  return addSpans(std::move(step), reads, writes);
+}
+
+uint32_t ScheduleBuilder::addSpans(Step step, std::span<const size_t> reads, std::span<const size_t> writes) {
   auto index = static_cast<uint32_t>(schedule_.steps.size());
   for (size_t r : reads) {
     if (regions_[r].last_writer >= 0) step.deps.push_back(static_cast<uint32_t>(regions_[r].last_writer));

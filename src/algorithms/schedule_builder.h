@@ -5,6 +5,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <vector>
 
 #include "algorithms/schedule.h"
@@ -17,6 +18,9 @@ class ScheduleBuilder {
 
   // Appends step (its own deps are kept and hazards added); returns its index.
   uint32_t add(Step step, std::initializer_list<size_t> reads, std::initializer_list<size_t> writes);
+  // The same for steps whose byte range spans several regions (an algorithm that coalesces
+  // neighbouring chunks into one message).
+  uint32_t add(Step step, const std::vector<size_t>& reads, const std::vector<size_t>& writes);
   // A step that writes every region (the initial copy of an out-of-place op).
   uint32_t addWritingAll(Step step);
 
@@ -29,6 +33,8 @@ class ScheduleBuilder {
     int64_t last_writer = -1;
     std::vector<uint32_t> readers;  // since the last write
   };
+
+  uint32_t addSpans(Step step, std::span<const size_t> reads, std::span<const size_t> writes);
 
   Schedule schedule_;
   std::vector<Region> regions_;

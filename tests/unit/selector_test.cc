@@ -42,9 +42,9 @@ TEST(AlgoOverride, SizeRangesAreHalfOpenAndFirstMatchWins) {
 
 TEST(AlgoOverride, BadRulesNameTheProblem) {
   std::vector<AlgoRule> rules;
-  Status st = parseAlgoOverride("allreduce:tree", &rules);
+  Status st = parseAlgoOverride("allreduce:butterfly", &rules);
   EXPECT_EQ(st.code(), ErrorCode::InvalidArgument);
-  EXPECT_NE(st.message().find("unknown algorithm 'tree'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("unknown algorithm 'butterfly'"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("ring"), std::string::npos) << "lists the valid ones: " << st.message();
   st = parseAlgoOverride("allscatter:ring", &rules);
   EXPECT_NE(st.message().find("unknown collective"), std::string::npos) << st.message();
@@ -53,6 +53,14 @@ TEST(AlgoOverride, BadRulesNameTheProblem) {
   st = parseAlgoOverride("broadcast:ring", &rules);
   EXPECT_FALSE(st.isOk()) << "broadcast has no ring";
   EXPECT_FALSE(parseAlgoOverride("a:b:c:d", &rules).isOk());
+}
+
+TEST(AlgoOverride, TreeAndRhdCanBeForced) {
+  std::vector<AlgoRule> rules;
+  ASSERT_TRUE(parseAlgoOverride("allreduce:0-64K:rhd;allreduce:tree", &rules).isOk());
+  EXPECT_EQ(matchRule(rules, Collective::allreduce, 100)->algorithm, "rhd");
+  EXPECT_EQ(matchRule(rules, Collective::allreduce, 1 << 20)->algorithm, "tree");
+  EXPECT_FALSE(parseAlgoOverride("broadcast:tree", &rules).isOk()) << "only all-reduce has them";
 }
 
 HostGrouping hostsOf(int num_hosts) {
