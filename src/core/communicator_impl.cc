@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/spin_wait.h"
 #include "core/stall_report.h"
+#include "topology/topology_exchange.h"
 
 namespace coll {
 
@@ -44,8 +45,8 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
                                impl->store_host_};
   COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_));
-  impl->selector_ = std::make_unique<topology::Selector>(std::move(rules), impl->hosts_, config.slice_bytes);
   COLL_RETURN_IF_ERROR(impl->connectNeighbours());
+  COLL_RETURN_IF_ERROR(impl->initSelector(std::move(rules)));
   // Nobody leaves init before everybody is connected, so rank 0 may stop serving the store
   // without stranding a late rank.
   COLL_RETURN_IF_ERROR(impl->store_->barrier(impl->key_prefix_ + "init", impl->size_,
@@ -83,6 +84,18 @@ LedgerResponder::Connect CommunicatorImpl::storeConnector(const CommOptions& opt
                                                               std::unique_ptr<bootstrap::StoreClient>* out) {
     return bootstrap::StoreClient::connect(address, secret, deadline, out);
   };
+}
+
+// The topology (probed over the connections just made, or loaded) and the selector over it;
+// under COLL_TUNE, the tuned choices too. Init thread, before the progress thread exists.
+Status CommunicatorImpl::initSelector(std::vector<topology::AlgoRule> rules) {
+  topology::TopologyOptions options{config_.probe && size_ > 1, config_.topo_file, config_.topo_dump_file};
+  topology::ProbeContext ctx{rank_, store_.get(), key_prefix_, transport::Clock::now() + config_.timeout,
+                             [this](const algo::Schedule& s, ExecContext& c) { return runContext(s, c); }};
+  topology::Topology topo;
+  COLL_RETURN_IF_ERROR(topology::buildJobTopology(options, ctx, hosts_, &topo));
+  selector_ = std::make_unique<topology::Selector>(std::move(rules), std::move(topo), config_.slice_bytes);
+  return Status::ok();
 }
 
 Status CommunicatorImpl::connectNeighbours() {

@@ -50,6 +50,7 @@ class CommunicatorImpl {
   // Opens another client of the same store (the ledger responder parks a GET on its own).
   LedgerResponder::Connect storeConnector(const CommOptions& options) const;
   Status connectNeighbours();
+  Status initSelector(std::vector<topology::AlgoRule> rules);
   void progressLoop();
   Status execute(const OpRequest& op, std::string* algorithm, bool* refused);
   Status beginOp(const OpRequest& issued, const std::string& algorithm, bool* refused);
