@@ -116,7 +116,7 @@ Status agreeGamma(const ProbeContext& ctx, Topology* topo) {
   }
   if (gamma > 0) {
     topo->gamma_Bps = gamma;
-    topo->gamma_source = "probe (reduceInto f32 sum of 1 MiB, slowest host)";
+    topo->gamma_source = "probe (reduceInto f32 sum of 2 MiB, slowest host)";
   }
   return Status::ok();
 }

@@ -8,7 +8,7 @@
 // up to two 2 MiB transfers answered by 8 B (β = 2 MiB / (best time - 2α)); the second is
 // skipped where the first took over 10 ms (slow links are measured well enough by one). It
 // publishes the figures in the store and every rank reads the same ones: the values are
-// agreed. γ is the reduction kernel's speed (f32 sum of 1 MiB, best of 3) on the first rank of
+// agreed. γ is the reduction kernel's speed (f32 sum of 2 MiB, best of 3) on the first rank of
 // each host; all ranks take the minimum. On a 1 Gbit/s link the probe takes about 40 ms, on
 // one host about 1 ms.
 #pragma once
@@ -38,7 +38,7 @@ struct ProbeContext {
 // classes present (the others keep their defaults) and logs them at INFO (TOPO).
 Status probeLinks(const ProbeContext& ctx, Topology* topo);
 
-// γ of this machine's reduction kernel (bytes of f32 output per second), best of 3 on 1 MiB.
+// γ of this machine's reduction kernel (bytes of f32 output per second), best of 3 on 2 MiB.
 double measureReduceBandwidth();
 
 }  // namespace coll::topology

@@ -95,7 +95,7 @@ Json linkJson(const LinkParams& l) {
 Status linkFromJson(const Json& j, const char* name, LinkParams* out) {
   if (!(j["alpha_us"].number(-1) >= 0) || !(j["beta_GBps"].number(0) > 0))
     return invalidArgument(format("topology: links.%s needs alpha_us >= 0 and beta_GBps > 0", name));
-  out->alpha_s = j["alpha_us"].number() * 1e-6;
+  out->alpha_s = j["alpha_us"].number() / 1e6;
   out->beta_Bps = j["beta_GBps"].number() * 1e9;
   out->source = j["source"].string().empty() ? "file" : j["source"].string();
   return Status::ok();

@@ -54,7 +54,7 @@ Status fromJson(const Json& j, TuningTable* out) {
       return invalidArgument("tuning: unknown collective '" + x["collective"].string() + "'");
     e.bytes = static_cast<size_t>(x["bytes"].number(0));
     e.algorithm = x["algorithm"].string();
-    e.measured_s = x["measured_us"].number(0) * 1e-6;
+    e.measured_s = x["measured_us"].number(0) / 1e6;
     t.entries.push_back(std::move(e));
   }
   *out = std::move(t);
