@@ -4,7 +4,7 @@
 //   build/bin/coll-topo --load FILE [--json] [--explain]    a saved one (COLL_TOPO_DUMP_FILE)
 //
 // --explain adds, per collective with several algorithms, each one's predicted time from 8 B
-// to 256 MiB and which the selector would choose. Exit status: 0, or 1 with a message.
+// to 128 MiB and which the selector would choose. Exit status: 0, or 1 with a message.
 #include <unistd.h>
 
 #include <cstdio>

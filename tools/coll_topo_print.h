@@ -10,8 +10,8 @@
 namespace coll::tools {
 
 std::string topologyTable(const topology::Topology& t);
-// One table per collective that has several algorithms: rows are sizes from 8 B to 256 MiB
-// (factor 4), columns each candidate's predicted time, the chosen one marked with '*'.
+// One table per collective that has several algorithms: rows are sizes from 8 B
+// (factor 4, to 128 MiB), columns each candidate's predicted time, the chosen one marked with '*'.
 std::string explainTable(const topology::Topology& t, size_t slice_bytes);
 
 }  // namespace coll::tools
