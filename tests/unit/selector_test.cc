@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "topology/algo_override.h"
+#include <cstdlib>
+
 #include "core/log.h"
 #include "topology/json.h"
 #include "topology/selector.h"
@@ -173,8 +175,11 @@ TEST(Selector, TuningOverridesTheModelWithinItsRange) {
   EXPECT_STREQ(pick(s, Collective::allreduce, 8), "direct") << "outside the tuned range the model decides";
 }
 
-// COLL_DEBUG=INFO (set for this test binary in tests/CMakeLists.txt): each distinct choice is
-// logged once, with its predicted time and the rejected candidates.
+// Logging is configured once per process, on first use, from the environment: set it before
+// any test runs (static initialisation), as a launcher would.
+[[maybe_unused]] const bool kInfoLogging = (::setenv("COLL_DEBUG", "INFO", 0), ::setenv("COLL_DEBUG_SUBSYS", "TUNE", 0), true);
+
+// Each distinct choice is logged once, with its predicted time and the rejected candidates.
 TEST(Selector, LogsEachDistinctChoiceOnceWithRejectedCandidates) {
   Selector s({}, fake(4, 2));
   testing::internal::CaptureStderr();
