@@ -13,6 +13,8 @@
 #include "core/log.h"
 #include "core/spin_wait.h"
 #include "core/stall_report.h"
+#include "topology/autotune.h"
+#include "topology/topology_exchange.h"
 
 namespace coll {
 
@@ -44,8 +46,8 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
                                impl->store_host_};
   COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_));
-  impl->selector_ = std::make_unique<topology::Selector>(std::move(rules), impl->hosts_, config.slice_bytes);
   COLL_RETURN_IF_ERROR(impl->connectNeighbours());
+  COLL_RETURN_IF_ERROR(impl->initSelector(std::move(rules)));
   // Nobody leaves init before everybody is connected, so rank 0 may stop serving the store
   // without stranding a late rank.
   COLL_RETURN_IF_ERROR(impl->store_->barrier(impl->key_prefix_ + "init", impl->size_,
@@ -83,6 +85,49 @@ LedgerResponder::Connect CommunicatorImpl::storeConnector(const CommOptions& opt
                                                               std::unique_ptr<bootstrap::StoreClient>* out) {
     return bootstrap::StoreClient::connect(address, secret, deadline, out);
   };
+}
+
+// The topology (probed over the connections just made, or loaded) and the selector over it;
+// under COLL_TUNE, the tuned choices too. Init thread, before the progress thread exists.
+Status CommunicatorImpl::initSelector(std::vector<topology::AlgoRule> rules) {
+  topology::TopologyOptions options{config_.probe && size_ > 1, config_.topo_file, config_.topo_dump_file};
+  topology::ProbeContext ctx{rank_, store_.get(), key_prefix_, transport::Clock::now() + config_.timeout,
+                             [this](const algo::Schedule& s, ExecContext& c) { return runContext(s, c); }};
+  topology::Topology topo;
+  COLL_RETURN_IF_ERROR(topology::buildJobTopology(options, ctx, hosts_, &topo));
+  const std::string hash = topo.layoutHash();
+  selector_ = std::make_unique<topology::Selector>(std::move(rules), std::move(topo), config_.slice_bytes);
+  if (!config_.tune || size_ == 1) return Status::ok();
+  topology::TuningTable table;
+  COLL_RETURN_IF_ERROR(topology::autotune(ctx, topology::defaultTuningPath(config_.tune_file, hash), hash,
+                                          [this](const algo::AlgorithmInfo& a, size_t bytes, double* s) {
+                                            return timedAllreduce(a, bytes, s);
+                                          }, &table));
+  selector_->setTuning(std::move(table));
+  return Status::ok();
+}
+
+// One f32 sum all-reduce with a given algorithm, for autotuning (init thread). Its messages
+// carry wire kind 0xB1 so they can never be taken for an op's.
+Status CommunicatorImpl::timedAllreduce(const algo::AlgorithmInfo& algorithm, size_t bytes, double* seconds) {
+  algo::BuildParams p;
+  p.rank = rank_;
+  p.nranks = size_;
+  p.count = bytes / sizeof(float);
+  p.elem_size = sizeof(float);
+  p.slice_bytes = config_.slice_bytes;
+  p.pipeline_depth = config_.pipeline_depth;
+  p.hosts = &hosts_.ranks_of_host;
+  if (workspace_.size() < bytes) workspace_.resize(bytes);
+  ExecContext ctx;
+  ctx.ops.push_back({workspace_.data(), workspace_.data(), (tune_sequence_++ << 8) | 0xB1});
+  ctx.type = DataType::f32;
+  auto t0 = transport::Clock::now();
+  Status st = runContext(algorithm.build(p), ctx);
+  *seconds = std::chrono::duration<double>(transport::Clock::now() - t0).count();
+  if (!st) return Status(st.code(), format("autotune allreduce (%s, %s) on rank %d: %s", algorithm.name,
+                                           formatBytes(bytes).c_str(), rank_, st.message().c_str()), st.peer());
+  return st;
 }
 
 Status CommunicatorImpl::connectNeighbours() {

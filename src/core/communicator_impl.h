@@ -50,6 +50,8 @@ class CommunicatorImpl {
   // Opens another client of the same store (the ledger responder parks a GET on its own).
   LedgerResponder::Connect storeConnector(const CommOptions& options) const;
   Status connectNeighbours();
+  Status initSelector(std::vector<topology::AlgoRule> rules);
+  Status timedAllreduce(const algo::AlgorithmInfo& algorithm, size_t bytes, double* seconds);
   void progressLoop();
   Status execute(const OpRequest& op, std::string* algorithm, bool* refused);
   Status beginOp(const OpRequest& issued, const std::string& algorithm, bool* refused);
@@ -88,6 +90,7 @@ class CommunicatorImpl {
   bool stopping_ = false;
   bool close_pending_ = false;  // fail() ran: the progress thread must close the connections
   std::optional<Error> first_error_;
+  uint64_t tune_sequence_ = 0;  // autotune's runs at init
   uint64_t next_sequence_ = 0;  // issuing thread only, like the two below
   uint64_t collective_sequence_ = 0;
   std::map<int, uint64_t> p2p_sequence_;

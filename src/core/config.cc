@@ -111,6 +111,14 @@ Config Config::fromEnvironment() {
   readInt("COLL_CHECK", 0, 1, &check);
   c.check = check == 1;
   readBucketMb(&c);
+  int probe = 1, tune = 0;
+  readInt("COLL_PROBE", 0, 1, &probe);
+  c.probe = probe == 1;
+  readString("COLL_TOPO_FILE", &c.topo_file);
+  readString("COLL_TOPO_DUMP_FILE", &c.topo_dump_file);
+  readInt("COLL_TUNE", 0, 1, &tune);
+  c.tune = tune == 1;
+  readString("COLL_TUNE_FILE", &c.tune_file);
   return c;
 }
 

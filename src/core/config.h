@@ -48,6 +48,14 @@ struct Config {
   // The trainer's gradient buckets (src/trainer/bucketer.h): the cap of every bucket but the
   // first, as PyTorch DDP's bucket_cap_mb (25 MiB there too).
   size_t bucket_bytes = 25 << 20;              // COLL_BUCKET_MB (MiB, fractions allowed)
+  // Topology and selection (src/topology/): the start-up link probe (off: documented default
+  // link figures), a topology file to load instead of detecting, one to write at init, and
+  // autotuning (measure candidates at init, store and reuse the choices per topology).
+  bool probe = true;                           // COLL_PROBE=0 switches the link probe off
+  std::string topo_file;                       // COLL_TOPO_FILE
+  std::string topo_dump_file;                  // COLL_TOPO_DUMP_FILE
+  bool tune = false;                           // COLL_TUNE=1
+  std::string tune_file;                       // COLL_TUNE_FILE (default ~/.cache/coll/tune-<hash>.json)
 
   // Parses the environment. Malformed values are reported on stderr and the default is kept,
   // so a typo never silently changes behaviour without a word.

@@ -1,59 +1,103 @@
 #include "topology/selector.h"
 
-#include "algorithms/hierarchical_allreduce.h"
+#include <algorithm>
+
 #include "core/log.h"
+#include "topology/cost_model.h"
 
 namespace coll::topology {
-namespace {
 
-// Across hosts, small all-reduces are latency-bound: direct needs 2 hops where the ring needs
-// 2(n-1) and the hierarchical one 2H, but it loads each host link with L * 2(n-1)/n of the
-// buffer instead of 2(H-1)/H. Measured on netcluster 4 hosts x 2 ranks at 1 Gbit/s
-// (bench/scripts/netcluster_small.sh): direct was fastest at every size from 8 B to 4 KiB
-// (0.33-0.72 ms against 0.82-1.18 ms hierarchical, 1.7-4.4 ms ring); extrapolating each hop
-// at ~0.3 ms and 0.125 GB/s links puts the crossover near 64 KiB. The cost model of issue 4
-// replaces this constant.
-constexpr size_t kDirectAllreduceMaxBytes = 64 << 10;
+Selector::Selector(std::vector<AlgoRule> rules, Topology topology, size_t slice_bytes, TuningTable tuning)
+    : rules_(std::move(rules)), topology_(std::move(topology)), slice_bytes_(slice_bytes), tuning_(std::move(tuning)) {}
 
-}  // namespace
+std::string formatSeconds(double s) {
+  if (s < 0) return "-";
+  if (s < 1e-3) return format("%.1f us", s * 1e6);
+  if (s < 1) return format("%.2f ms", s * 1e3);
+  return format("%.2f s", s);
+}
+
+std::string describeRejected(const std::vector<Rejected>& rejected) {
+  std::string out;
+  for (const Rejected& r : rejected) {
+    if (!out.empty()) out += "; ";
+    out += r.algorithm + (r.predicted_s >= 0 ? " " + formatSeconds(r.predicted_s) : "") +
+           (r.reason.empty() ? "" : (r.predicted_s >= 0 ? " (" + r.reason + ")" : ": " + r.reason));
+  }
+  return out.empty() ? "none" : out;
+}
+
+// Prices every algorithm the catalogue has for the collective; the cheapest wins, the others
+// are kept with their time (or why they cannot run) for the log.
+Choice Selector::modelChoice(algo::Collective collective, size_t bytes) const {
+  Choice c;
+  std::vector<std::pair<const algo::AlgorithmInfo*, Prediction>> priced;
+  for (const algo::AlgorithmInfo& a : algo::catalog())
+    if (a.collective == collective) priced.emplace_back(&a, predictTime(collective, a.name, bytes, topology_, slice_bytes_));
+  for (const auto& [a, p] : priced)
+    if (p.supported && (!c.algorithm || p.seconds < c.predicted_s)) {
+      c.algorithm = a;
+      c.predicted_s = p.seconds;
+    }
+  if (!c.algorithm) {  // nothing priced: keep the catalogue's first, and say so
+    c.algorithm = algo::firstAlgorithm(collective);
+    c.reason = "no candidate has a cost formula: the catalogue's first";
+  } else {
+    c.reason = format("cost model: fastest of %zu on %d host(s) x %d rank(s)", priced.size(), topology_.numHosts(),
+                      topology_.maxRanksPerHost());
+  }
+  for (const auto& [a, p] : priced)
+    if (a != c.algorithm) c.rejected.push_back({a->name, p.supported ? p.seconds : -1, p.supported ? "" : p.why_not});
+  return c;
+}
+
+Choice Selector::decide(algo::Collective collective, size_t bytes) const {
+  if (const AlgoRule* rule = matchRule(rules_, collective, bytes)) {
+    Choice c = modelChoice(collective, bytes);  // for the predicted times of the others
+    const algo::AlgorithmInfo* forced = algo::findAlgorithm(collective, rule->algorithm);
+    std::vector<Rejected> rejected;
+    if (c.algorithm != forced) rejected.push_back({c.algorithm->name, c.predicted_s, "the cost model's choice"});
+    double forced_s = -1;
+    for (const Rejected& r : c.rejected)
+      if (r.algorithm == forced->name) forced_s = r.predicted_s;
+      else rejected.push_back(r);
+    if (c.algorithm == forced) forced_s = c.predicted_s;
+    return {forced, "forced by COLL_ALGO rule '" + rule->text + "'", forced_s, std::move(rejected)};
+  }
+  Choice model = modelChoice(collective, bytes);
+  if (const TunedEntry* tuned = tuning_.lookup(collective, bytes)) {
+    if (const algo::AlgorithmInfo* a = algo::findAlgorithm(collective, tuned->algorithm)) {
+      Choice c;
+      c.algorithm = a;
+      c.predicted_s = tuned->measured_s;
+      c.reason = format("COLL_TUNE: measured fastest at %s", formatBytes(tuned->bytes).c_str());
+      if (model.algorithm != a) c.rejected.push_back({model.algorithm->name, model.predicted_s, "the cost model's choice"});
+      return c;
+    }
+  }
+  return model;
+}
 
 Choice Selector::choose(algo::Collective collective, size_t bytes) {
-  Choice c;
-  if (const AlgoRule* rule = matchRule(rules_, collective, bytes)) {
-    c.algorithm = algo::findAlgorithm(collective, rule->algorithm);
-    c.reason = "forced by COLL_ALGO rule '" + rule->text + "'";
-  } else if (collective != algo::Collective::allreduce && collective != algo::Collective::broadcast) {
-    c.algorithm = algo::firstAlgorithm(collective);
-    c.reason = "the only algorithm implemented for it";
-  } else if (hosts_.num_hosts == 1) {
-    // Every peer is equally close, so one hop beats n-1 hops and no link is oversubscribed.
-    c.algorithm = algo::findAlgorithm(collective, "direct");
-    c.reason = "all ranks on one host: one-hop direct exchange";
-  } else if (collective == algo::Collective::allreduce && bytes <= kDirectAllreduceMaxBytes) {
-    c.algorithm = algo::findAlgorithm(collective, "direct");
-    c.reason = format("%d hosts, at most %s: direct exchange, 2 hops", hosts_.num_hosts,
-                      formatBytes(kDirectAllreduceMaxBytes).c_str());
-  } else if (collective == algo::Collective::allreduce && algo::hierarchicalFits(&hosts_.ranks_of_host)) {
-    // Each host's link then carries 2(H-1)/H of the buffer, not the flat ring's 2(n-1)/n,
-    // and every local rank drives the network at once with 1/L of the data.
-    c.algorithm = algo::findAlgorithm(collective, "hierarchical");
-    c.reason = format("%d hosts x %zu ranks: shared memory inside hosts, one ring per local rank across them",
-                      hosts_.num_hosts, hosts_.ranks_of_host.front().size());
-  } else if (collective == algo::Collective::broadcast && bytes <= slice_bytes_) {
-    // One slice cannot pipeline down a chain, so hops decide: log2(n) beats n-1.
-    c.algorithm = algo::findAlgorithm(collective, "binomial");
-    c.reason = format("%d hosts, at most one slice (%s): binomial tree, log2(n) hops", hosts_.num_hosts,
-                      formatBytes(slice_bytes_).c_str());
-  } else {
-    c.algorithm = algo::findAlgorithm(collective, collective == algo::Collective::allreduce ? "ring" : "chain");
-    c.reason = format("%d hosts: bandwidth-optimal pipelined %s", hosts_.num_hosts,
-                      collective == algo::Collective::allreduce ? "ring" : "chain");
-  }
-  std::string key = std::string(algo::toString(collective)) + "/" + c.algorithm->name + "/" + c.reason;
-  if (logged_.insert(key).second)
-    COLL_INFO("TUNE", "%s of %s -> %s (%s)", algo::toString(collective), formatBytes(bytes).c_str(),
-              c.algorithm->name, c.reason.c_str());
+  auto key = std::make_pair(collective, bytes);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  Choice c = decide(collective, bytes);
+  logOnce(collective, bytes, c);
+  if (cache_.size() >= 4096) cache_.clear();  // bounded: odd sizes must not grow it forever
+  cache_.emplace(key, c);
   return c;
+}
+
+// One line per distinct (collective, algorithm, why): a trainer's thousands of steps log
+// their few choices once, and a size range that switches algorithm shows where.
+void Selector::logOnce(algo::Collective collective, size_t bytes, const Choice& c) {
+  std::string why = c.reason.substr(0, c.reason.find(':'));
+  std::string key = std::string(algo::toString(collective)) + "/" + c.algorithm->name + "/" + why;
+  if (!logged_.insert(key).second) return;
+  COLL_INFO("TUNE", "%s of %s -> %s, predicted %s (%s); rejected: %s", algo::toString(collective),
+            formatBytes(bytes).c_str(), c.algorithm->name, formatSeconds(c.predicted_s).c_str(), c.reason.c_str(),
+            describeRejected(c.rejected).c_str());
 }
 
 }  // namespace coll::topology

@@ -1,37 +1,68 @@
-// Chooses the algorithm for each (collective, size). Today: COLL_ALGO rules, else a fixed
-// rule per host layout (the α-β cost model of issue 4 replaces it). Every distinct choice is
-// logged once at INFO with its reason, so no selection is silent.
+// Chooses the algorithm for each (collective, size): a COLL_ALGO rule when one matches, else a
+// tuned choice (COLL_TUNE's measurements) when one covers the size, else the algorithm of the
+// catalogue with the smallest predicted time under the α-β-γ cost model (cost_model.h) on the
+// job's Topology. Every distinct choice is logged once at INFO (subsystem TUNE) with its
+// predicted time and every rejected candidate's time or reason, so no selection is silent.
+//
+// Threading: one thread (the progress thread) calls choose(); the rest is set up before.
 #pragma once
 
-#include <mutex>
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/catalog.h"
 #include "topology/algo_override.h"
 #include "topology/host_grouping.h"
+#include "topology/topology.h"
+#include "topology/tuning.h"
 
 namespace coll::topology {
+
+struct Rejected {
+  std::string algorithm;
+  double predicted_s = -1;  // < 0: not runnable here, see reason
+  std::string reason;
+};
 
 struct Choice {
   const algo::AlgorithmInfo* algorithm = nullptr;
   std::string reason;
+  double predicted_s = -1;  // < 0 when the cost model could not price it
+  std::vector<Rejected> rejected;
 };
 
 class Selector {
  public:
-  // slice_bytes: the pipelining unit (COLL_SLICE_BYTES); below it nothing pipelines.
+  // slice_bytes: the pipelining unit (COLL_SLICE_BYTES), which the model's chain needs.
+  Selector(std::vector<AlgoRule> rules, Topology topology, size_t slice_bytes = 512 << 10, TuningTable tuning = {});
+  // A layout without measurements: the documented default link figures.
   Selector(std::vector<AlgoRule> rules, const HostGrouping& hosts, size_t slice_bytes = 512 << 10)
-      : rules_(std::move(rules)), hosts_(hosts), slice_bytes_(slice_bytes) {}
+      : Selector(std::move(rules), topologyFromGrouping(hosts), slice_bytes) {}
 
   Choice choose(algo::Collective collective, size_t bytes);
+  // The cost model's choice alone (no rule, no tuning): what --explain and autotune compare.
+  Choice modelChoice(algo::Collective collective, size_t bytes) const;
+  const Topology& topology() const { return topology_; }
+  void setTuning(TuningTable tuning) { tuning_ = std::move(tuning); cache_.clear(); }
 
  private:
+  Choice decide(algo::Collective collective, size_t bytes) const;
+  void logOnce(algo::Collective collective, size_t bytes, const Choice& c);
+
   std::vector<AlgoRule> rules_;
-  HostGrouping hosts_;
+  Topology topology_;
   size_t slice_bytes_;
+  TuningTable tuning_;
   std::set<std::string> logged_;
+  std::map<std::pair<algo::Collective, size_t>, Choice> cache_;  // sizes recur (buckets, benchmarks)
 };
+
+// "12.3 us", "4.56 ms": predicted times for logs and tables.
+std::string formatSeconds(double s);
+// "direct 120 us; hierarchical 365 us; ring: needs ..." for logs.
+std::string describeRejected(const std::vector<Rejected>& rejected);
 
 }  // namespace coll::topology

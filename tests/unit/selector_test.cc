@@ -2,6 +2,10 @@
 #include <gtest/gtest.h>
 
 #include "topology/algo_override.h"
+#include <cstdlib>
+
+#include "core/log.h"
+#include "topology/json.h"
 #include "topology/selector.h"
 
 namespace coll::topology {
@@ -63,33 +67,151 @@ TEST(AlgoOverride, TreeAndRhdCanBeForced) {
   EXPECT_FALSE(parseAlgoOverride("broadcast:tree", &rules).isOk()) << "only all-reduce has them";
 }
 
+// A fake topology of `hosts` x `per_host` ranks, through its JSON form (what COLL_TOPO_FILE
+// loads), with the given link figures.
+Topology fake(int hosts, int per_host, double intra_alpha_us = 2.5, double intra_GBps = 10.1,
+              double inter_alpha_us = 60, double inter_GBps = 0.1195) {
+  std::string layout;
+  for (int h = 0, r = 0; h < hosts; ++h) {
+    layout += (h ? ", " : "") + std::string("{\"ranks\": [");
+    for (int l = 0; l < per_host; ++l, ++r) layout += (l ? ", " : "") + std::to_string(r);
+    layout += "]}";
+  }
+  std::string text = format(R"({"format": "coll-topology-1", "nranks": %d, "hosts": [%s],
+      "links": {"intra_host": {"alpha_us": %g, "beta_GBps": %g}, "inter_host": {"alpha_us": %g, "beta_GBps": %g}},
+      "reduce": {"gamma_GBps": 15.1}})", hosts * per_host, layout.c_str(), intra_alpha_us, intra_GBps,
+                            inter_alpha_us, inter_GBps);
+  Json j;
+  Topology t;
+  EXPECT_TRUE(Json::parse(text, &j).isOk()) << text;
+  Status st = fromJson(j, &t);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return t;
+}
+
+const char* pick(Selector& s, Collective c, size_t bytes) { return s.choose(c, bytes).algorithm->name; }
+
+// The choice is the cheapest prediction, and every other candidate is listed with a time or
+// a reason: no silent selection.
+void expectCheapestAndExplained(Selector& s, Collective c, size_t bytes) {
+  Choice choice = s.choose(c, bytes);
+  size_t candidates = 0;
+  for (const auto& a : algo::catalog()) candidates += a.collective == c;
+  EXPECT_EQ(choice.rejected.size() + 1, candidates);
+  for (const Rejected& r : choice.rejected) {
+    if (r.predicted_s >= 0) EXPECT_LE(choice.predicted_s, r.predicted_s) << r.algorithm << " at " << bytes;
+    else EXPECT_FALSE(r.reason.empty()) << r.algorithm << " rejected without a reason";
+  }
+}
+
+TEST(Selector, OneHostChoosesDirectAtEverySize) {
+  Selector s({}, fake(1, 4));
+  for (size_t bytes : {size_t{8}, size_t{64} << 10, size_t{256} << 20}) {
+    EXPECT_STREQ(pick(s, Collective::allreduce, bytes), "direct") << bytes;
+    EXPECT_STREQ(pick(s, Collective::broadcast, bytes), "direct") << bytes;
+    expectCheapestAndExplained(s, Collective::allreduce, bytes);
+  }
+  Choice c = s.choose(Collective::allreduce, 1 << 20);
+  bool hierarchical_said_why = false;
+  for (const Rejected& r : c.rejected)
+    hierarchical_said_why |= r.algorithm == "hierarchical" && r.predicted_s < 0 && r.reason.find("one host") != std::string::npos;
+  EXPECT_TRUE(hierarchical_said_why) << describeRejected(c.rejected);
+}
+
+TEST(Selector, FourHostsOfOneNeverChooseHierarchical) {
+  Selector s({}, fake(4, 1));
+  EXPECT_STREQ(pick(s, Collective::allreduce, 8), "direct") << "2 steps beat 6";
+  Choice c = s.choose(Collective::allreduce, 1 << 28);
+  EXPECT_NE(describeRejected(c.rejected).find("hierarchical: needs every host to hold the same number (>1)"),
+            std::string::npos) << describeRejected(c.rejected);
+  EXPECT_STREQ(pick(s, Collective::broadcast, 8), "direct") << "one step";
+  EXPECT_STREQ(pick(s, Collective::broadcast, 64 << 10), "binomial") << "the root's link would carry 3 copies";
+  EXPECT_STREQ(pick(s, Collective::broadcast, 256 << 20), "chain") << "pipelined: one copy per link";
+  for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 4) expectCheapestAndExplained(s, Collective::broadcast, bytes);
+}
+
+TEST(Selector, BalancedHostsSwitchFromDirectToHierarchical) {
+  for (auto [hosts, per_host] : {std::pair{2, 2}, std::pair{4, 2}}) {
+    Selector s({}, fake(hosts, per_host));
+    EXPECT_STREQ(pick(s, Collective::allreduce, 8), "direct") << hosts << "x" << per_host << ": fewest steps";
+    EXPECT_STREQ(pick(s, Collective::allreduce, 1 << 20), "hierarchical") << hosts << "x" << per_host;
+    EXPECT_STREQ(pick(s, Collective::allreduce, 256 << 20), "hierarchical") << "each host link carries the buffer once";
+    for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 4) expectCheapestAndExplained(s, Collective::allreduce, bytes);
+  }
+}
+
+TEST(Selector, LinkFiguresMoveTheCrossover) {
+  // Slow inter-host latency favours direct's 2 steps for longer; a fast network favours
+  // hierarchical from smaller sizes.
+  Selector slow({}, fake(4, 2, 2.5, 10.1, 1000, 0.1195));
+  Selector fast({}, fake(4, 2, 2.5, 10.1, 5, 0.1195));
+  EXPECT_STREQ(pick(slow, Collective::allreduce, 128 << 10), "direct");
+  EXPECT_STREQ(pick(fast, Collective::allreduce, 128 << 10), "hierarchical");
+  // A network as fast as memory: one host's rules again, direct up to large sizes.
+  Selector flat({}, fake(2, 2, 2.5, 10.1, 2.5, 10.1));
+  EXPECT_STREQ(pick(flat, Collective::allreduce, 64 << 10), "direct");
+}
+
+TEST(Selector, UnevenHostsFallBackFromHierarchicalWithAReason) {
+  Topology t = fake(2, 2);
+  t.ranks_of_host = {{0, 1, 2}, {3}};
+  Selector s({}, t);
+  Choice c = s.choose(Collective::allreduce, 256 << 20);
+  EXPECT_STRNE(c.algorithm->name, "hierarchical");
+  EXPECT_NE(describeRejected(c.rejected).find("needs every host"), std::string::npos);
+}
+
+TEST(Selector, RulesOverrideTheModelAndSayWhy) {
+  std::vector<AlgoRule> rules;
+  ASSERT_TRUE(parseAlgoOverride("allreduce:0-1K:ring", &rules).isOk());
+  Selector s(rules, fake(4, 2));
+  Choice small = s.choose(Collective::allreduce, 512);
+  EXPECT_STREQ(small.algorithm->name, "ring");
+  EXPECT_NE(small.reason.find("COLL_ALGO"), std::string::npos) << small.reason;
+  EXPECT_GT(small.predicted_s, 0) << "a forced choice still shows its predicted time";
+  EXPECT_NE(describeRejected(small.rejected).find("direct"), std::string::npos) << "the model's choice is shown";
+  EXPECT_STREQ(pick(s, Collective::allreduce, 1 << 20), "hierarchical");
+}
+
+TEST(Selector, TuningOverridesTheModelWithinItsRange) {
+  TuningTable tuning;
+  tuning.entries = {{Collective::allreduce, 1 << 20, "ring", 5e-3}};
+  Selector s({}, fake(4, 2), 512 << 10, tuning);
+  Choice c = s.choose(Collective::allreduce, 1 << 20);
+  EXPECT_STREQ(c.algorithm->name, "ring");
+  EXPECT_NE(c.reason.find("COLL_TUNE"), std::string::npos);
+  EXPECT_STREQ(pick(s, Collective::allreduce, 8), "direct") << "outside the tuned range the model decides";
+}
+
+// Logging is configured once per process, on first use, from the environment: set it before
+// any test runs (static initialisation), as a launcher would.
+[[maybe_unused]] const bool kInfoLogging = (::setenv("COLL_DEBUG", "INFO", 0), ::setenv("COLL_DEBUG_SUBSYS", "TUNE", 0), true);
+
+// Each distinct choice is logged once, with its predicted time and the rejected candidates.
+TEST(Selector, LogsEachDistinctChoiceOnceWithRejectedCandidates) {
+  Selector s({}, fake(4, 2));
+  testing::internal::CaptureStderr();
+  s.choose(Collective::allreduce, 8);
+  s.choose(Collective::allreduce, 16);
+  s.choose(Collective::allreduce, 256 << 20);
+  std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("allreduce of 8 B -> direct, predicted"), std::string::npos) << log;
+  EXPECT_EQ(log.find("allreduce of 16 B"), std::string::npos) << "same choice: logged once\n" << log;
+  EXPECT_NE(log.find("-> hierarchical"), std::string::npos) << log;
+  EXPECT_NE(log.find("rejected: "), std::string::npos) << log;
+  EXPECT_NE(log.find("ring "), std::string::npos) << "the ring's predicted time: " << log;
+}
+
 HostGrouping hostsOf(int num_hosts) {
   HostGrouping h;
   h.num_hosts = num_hosts;
   return h;
 }
 
-TEST(Selector, OneHostUsesDirectAndSeveralUseRingAndChain) {
-  Selector one({}, hostsOf(1));
-  EXPECT_STREQ(one.choose(Collective::allreduce, 8).algorithm->name, "direct");
-  EXPECT_STREQ(one.choose(Collective::broadcast, 1 << 28).algorithm->name, "direct");
-  Selector many({}, hostsOf(4));
-  EXPECT_STREQ(many.choose(Collective::allreduce, 8).algorithm->name, "direct") << "small: fewest hops";
-  Choice c = many.choose(Collective::allreduce, 1 << 28);
-  EXPECT_STREQ(c.algorithm->name, "ring");
-  EXPECT_NE(c.reason.find("4 hosts"), std::string::npos) << c.reason;
-  EXPECT_STREQ(many.choose(Collective::broadcast, 1 << 28).algorithm->name, "chain");
-  EXPECT_STREQ(many.choose(Collective::broadcast, 8).algorithm->name, "binomial") << "one slice: fewest hops";
-}
-
-TEST(Selector, RulesOverrideTheDefaultAndSayWhy) {
-  std::vector<AlgoRule> rules;
-  ASSERT_TRUE(parseAlgoOverride("allreduce:0-1K:direct", &rules).isOk());
-  Selector s(rules, hostsOf(4));
-  Choice small = s.choose(Collective::allreduce, 512);
-  EXPECT_STREQ(small.algorithm->name, "direct");
-  EXPECT_NE(small.reason.find("COLL_ALGO"), std::string::npos) << small.reason;
-  EXPECT_STREQ(s.choose(Collective::allreduce, 1 << 20).algorithm->name, "ring");
+TEST(Selector, AGroupingWithoutRanksUsesDefaultFigures) {
+  Selector s({}, hostsOf(4));
+  EXPECT_EQ(s.topology().numHosts(), 4);
+  EXPECT_STREQ(pick(s, Collective::allreduce, 8), "direct");
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+#!/bin/bash
+# The selector against every forced all-reduce algorithm on a simulated cluster (issue 4's
+# figure): time per size from 8 B to 256 MiB (factor 4) of the automatic choice and of
+# COLL_ALGO=allreduce:<name> for each name, one round, and how often the automatic choice is
+# within 10% of the fastest. Small sizes (<= 64 KiB) take -n 20, large ones -n 2 (one warm-up).
+# Root: it brings its own netcluster (prefix ntp, subnet 10.214.13) up and always down.
+#
+# usage: bench/scripts/selector_table.sh [--build DIR] [--hosts 2] [--per-host 2] [--rate 1gbit]
+#                                        [--algos "ring direct hierarchical"] [--max 256M]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=$here/build hosts=2 per_host=2 rate=1gbit algos="ring direct hierarchical" max=256M
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --build) build=$(cd "$2" && pwd); shift 2 ;;
+    --hosts) hosts=$2; shift 2 ;;
+    --per-host) per_host=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --algos) algos=$2; shift 2 ;;
+    --max) max=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+NC=${NETCLUSTER:-$here/../shared/tools/netcluster}
+prefix=ntp subnet=10.214.13 port=30100 world=$((hosts * per_host))
+work=$(mktemp -d /tmp/coll-ntp.XXXXXX)
+cleanup() { "$NC" down --prefix $prefix >/dev/null 2>&1 || true; rm -rf "$work"; }
+trap cleanup EXIT
+"$NC" up "$hosts" --rate "$rate" --prefix $prefix --subnet $subnet >/dev/null
+
+# One all_reduce_perf run over the cluster (blocking ops, -z 2); prints "size time_us" rows.
+run() { # algo ("auto" or a name), then all_reduce_perf's size flags
+  local algo=$1 pids=() k rc=0 algo_env=()
+  shift
+  port=$((port + 1))
+  [[ $algo != auto ]] && algo_env=(COLL_ALGO=allreduce:$algo)
+  for k in $(seq 0 $((world - 1))); do
+    timeout 600 "$NC" exec $prefix$((k / per_host)) -- env RANK=$k WORLD_SIZE=$world MASTER_ADDR=$subnet.1 \
+      MASTER_PORT=$port COLL_JOB_SECRET=ntp-$port COLL_DEBUG=INFO COLL_DEBUG_SUBSYS=TUNE,TOPO "${algo_env[@]}" \
+      "$build/bin/all_reduce_perf" "$@" -z 2 >"$work/out.$k" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${pids[@]}"; do wait "$k" || rc=$?; done
+  [[ $rc == 0 ]] || { echo "run failed ($algo)" >&2; tail -5 "$work"/out.* >&2; return 1; }
+  [[ $algo == auto ]] && grep -E "TOPO|TUNE" "$work/out.0" | sed 's/^/# /' >>"$work/choices"
+  awk '$1 ~ /^[0-9]+$/ {print $1, $6}' "$work/out.0"
+}
+
+declare -A t
+for a in auto $algos; do
+  while read -r size us; do t[$a,$size]=$us; done < <(run "$a" -b 8 -e 64K -f 4 -n 20 -w 3 -c 1)
+  while read -r size us; do t[$a,$size]=$us; done < <(run "$a" -b 256K -e "$max" -f 4 -n 2 -w 1 -c 0)
+  echo "$a done" >&2
+done
+
+echo "# netcluster $hosts hosts x $per_host ranks at $rate: all-reduce time (us, one round; -n 20 up to 64 KiB, -n 2 above)"
+cat "$work/choices" 2>/dev/null || true
+printf '%10s %10s' size auto; for a in $algos; do printf ' %12s' "$a"; done; printf ' %8s %6s\n' best auto/best
+good=0 total=0
+for size in $(printf '%s\n' "${!t[@]}" | sed -n 's/^auto,//p' | sort -n); do
+  best= bestname=
+  for a in $algos; do
+    v=${t[$a,$size]:-}
+    [[ -z $v ]] && continue
+    if [[ -z $best ]] || awk -v a="$v" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$v bestname=$a; fi
+  done
+  ratio=$(awk -v a="${t[auto,$size]}" -v b="$best" 'BEGIN{printf "%.2f", a / b}')
+  total=$((total + 1))
+  awk -v r="$ratio" 'BEGIN{exit !(r <= 1.10)}' && good=$((good + 1))
+  printf '%10s %10s' "$size" "${t[auto,$size]}"
+  for a in $algos; do printf ' %12s' "${t[$a,$size]:-}"; done
+  printf ' %8s %6s\n' "$bestname" "$ratio"
+done
+echo "# automatic within 10% of the fastest forced algorithm at $good of $total sizes"

@@ -1,0 +1,30 @@
+// COLL_TUNE=1: at init, measure every all-reduce candidate of the catalogue on a few fixed
+// sizes, keep the fastest per size, and store the table (tuning.h) keyed by the topology's
+// layout hash, so the next run on the same machines reads it instead of measuring.
+//
+// Agreement: rank 0 decides. It looks for the file and publishes either the table it found or
+// "measure" in the store; then every rank measures the same candidates on the same sizes in
+// the same order (they are collectives), rank 0 picks the winners from its own timings,
+// writes the file and publishes the table, and every rank installs the same one.
+// Cost: sizes 1 KiB, 16 KiB, 256 KiB and 1 MiB, 2 runs each, per candidate: about 0.5 s on
+// 4 hosts at 1 Gbit/s, milliseconds on one host.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "algorithms/catalog.h"
+#include "topology/link_probe.h"
+#include "topology/tuning.h"
+
+namespace coll::topology {
+
+// Runs one all-reduce of `bytes` with the given algorithm over the job; *seconds: this rank's
+// time for it.
+using TimedAllreduce = std::function<Status(const algo::AlgorithmInfo&, size_t bytes, double* seconds)>;
+
+// Collective. `path`: the tuning file (defaultTuningPath). Logs at INFO (TUNE) what it did.
+Status autotune(const ProbeContext& ctx, const std::string& path, const std::string& layout_hash,
+                const TimedAllreduce& run, TuningTable* out);
+
+}  // namespace coll::topology

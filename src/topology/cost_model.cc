@@ -1,0 +1,168 @@
+#include "topology/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace coll::topology {
+namespace {
+
+// The figures every formula uses, derived once per prediction.
+struct Net {
+  double n, H, L;      // ranks, hosts, ranks on the fullest host
+  bool multi;          // more than one host
+  double ai, bi;       // intra-host α (s), β (B/s)
+  double ae, be;       // inter-host α, β
+  double g;            // γ (B/s)
+  double S;            // bytes
+  double slice;        // pipelining unit (B)
+
+  double alphaAny() const { return multi ? ae : ai; }             // a step that may cross hosts
+  double betaSlowest() const { return multi ? std::min(be, bi) : bi; }
+  // Time to move `per_rank` bytes into every rank inside hosts and `per_host_link` bytes over
+  // each host's link: the two overlap, the slower one bounds.
+  double move(double per_rank, double per_host_link) const {
+    return std::max(per_rank / bi, multi ? per_host_link / be : 0.0);
+  }
+};
+
+Net netOf(const Topology& t, size_t bytes, size_t slice_bytes) {
+  Net x;
+  x.n = t.nranks;
+  x.H = t.numHosts();
+  x.L = t.maxRanksPerHost();
+  x.multi = t.numHosts() > 1;
+  x.ai = t.intra.alpha_s;
+  x.bi = t.intra.beta_Bps;
+  x.ae = t.inter.alpha_s;
+  x.be = t.inter.beta_Bps;
+  x.g = t.gamma_Bps;
+  x.S = static_cast<double>(bytes);
+  x.slice = static_cast<double>(std::max<size_t>(slice_bytes, 1));
+  return x;
+}
+
+Prediction ok(double seconds) { return {true, seconds, ""}; }
+Prediction refuse(const char* why) { return {false, 0, why}; }
+
+double log2ceil(double v) { return v <= 1 ? 0 : std::ceil(std::log2(v)); }
+
+// Reduce-scatter then all-gather around the ring: 2(n-1) steps; every link carries
+// 2(n-1)/n of the buffer (one ring edge leaves each host); each rank reduces (n-1)/n of it.
+Prediction ringAllreduce(const Net& x) {
+  double share = 2 * (x.n - 1) / x.n * x.S;
+  return ok(2 * (x.n - 1) * x.alphaAny() + x.move(share, share) + (x.n - 1) / x.n * x.S / x.g);
+}
+
+// Two-shot: every rank sends chunk c to rank c, which reduces and sends it to all: 2 steps.
+// A host's link carries L(n-L)/n of the buffer per step (each of its L ranks sends the n-L
+// foreign chunks), a rank receives (n-1)/n per step.
+Prediction directAllreduce(const Net& x) {
+  double per_rank = 2 * (x.n - 1) / x.n * x.S;
+  double per_link = 2 * x.L * (x.n - x.L) / x.n * x.S;
+  return ok(2 * x.alphaAny() + x.move(per_rank, per_link) + (x.n - 1) / x.n * x.S / x.g);
+}
+
+// Intra-host direct reduce-scatter (1 step), a ring over the H hosts per local rank
+// (2(H-1) steps, each host link carrying 2(H-1)/H of the whole buffer: L rings of 1/L each),
+// intra-host all-gather (1 step). The phases run one after another.
+Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
+  if (!x.multi) return refuse("one host: nothing to split across hosts");
+  if (!t.balanced() || x.L < 2) return refuse("needs every host to hold the same number (>1) of ranks");
+  double intra = 2 * x.ai + 2 * (x.L - 1) / x.L * x.S / x.bi;
+  double inter = 2 * (x.H - 1) * x.ae + 2 * (x.H - 1) / x.H * x.S / x.be;
+  double reduce = ((x.L - 1) / x.L + (x.H - 1) / (x.H * x.L)) * x.S / x.g;
+  return ok(intra + inter + reduce);
+}
+
+// Double binary tree, pipelined: 2 ceil(log2 n) steps; each rank receives about 2S (half the
+// buffer from two children in one tree, and each half from a parent), and so may a host link.
+Prediction treeAllreduce(const Net& x) {
+  double steps = 2 * log2ceil(x.n);
+  return ok(steps * x.alphaAny() + x.move(2 * x.S, 2 * x.S) + x.S / x.g);
+}
+
+// Recursive halving-doubling (Rabenseifner) with nearest partners first, as MPICH orders it:
+// 2 log2(p) steps for p = the largest power of two <= n (non powers of two fold the extra
+// ranks in and out: 2 more steps moving the whole buffer). Only steps at distance >= L cross
+// hosts, when the halves are small: a host link carries 2(H-1)/H of the buffer.
+Prediction rhdAllreduce(const Net& x) {
+  double p = std::exp2(std::floor(std::log2(x.n)));
+  double steps = 2 * std::log2(p);
+  double extra = p == x.n ? 0 : 2 * (x.alphaAny() + x.S / x.betaSlowest());
+  double per_rank = 2 * (x.n - 1) / x.n * x.S;
+  double per_link = 2 * (x.H - 1) / x.H * x.S;
+  return ok(steps * x.alphaAny() + x.move(per_rank, per_link) + (x.n - 1) / x.n * x.S / x.g + extra);
+}
+
+// Root -> root+1 -> ... slice by slice: the first slice takes n-1 hops, each further slice
+// one slice time at the slowest link.
+Prediction chainBroadcast(const Net& x) {
+  double slice = std::min(x.S, x.slice);
+  double slices = std::max(1.0, std::ceil(x.S / x.slice));
+  double hop = slice / x.betaSlowest();
+  return ok((x.n - 1) * (x.alphaAny() + hop) + (slices - 1) * hop);
+}
+
+// The root sends the whole buffer to every rank in one step; its host's link carries it
+// n-L times, while ranks of its host pull it in parallel.
+Prediction directBroadcast(const Net& x) {
+  return ok(x.alphaAny() + x.move(x.S, (x.n - x.L) * x.S));
+}
+
+// Binomial tree, farthest partners first: ceil(log2 n) rounds, each moving the whole buffer;
+// the first ceil(log2 H) rounds cross hosts, the rest stay inside them.
+Prediction binomialBroadcast(const Net& x) {
+  double rounds = log2ceil(x.n);
+  double inter = x.multi ? std::min(rounds, log2ceil(x.H)) : 0;
+  return ok(inter * (x.ae + x.S / x.be) + (rounds - inter) * (x.ai + x.S / x.bi));
+}
+
+// The collectives with one algorithm today: rough figures so the log still gives a time.
+Prediction ringPhase(const Net& x, bool reduces) {
+  double share = (x.n - 1) / x.n * x.S;
+  return ok((x.n - 1) * x.alphaAny() + x.move(share, share) + (reduces ? share / x.g : 0));
+}
+
+Prediction directExchange(const Net& x) {
+  return ok(x.alphaAny() + x.move((x.n - 1) / x.n * x.S, x.L * (x.n - x.L) / x.n * x.S));
+}
+
+bool is(const char* a, const char* b) { return std::strcmp(a, b) == 0; }
+
+}  // namespace
+
+Prediction predictTime(algo::Collective c, const char* a, size_t bytes, const Topology& topo, size_t slice_bytes) {
+  const Net x = netOf(topo, bytes, slice_bytes);
+  using algo::Collective;
+  if (x.n <= 1) return ok(0);
+  switch (c) {
+    case Collective::allreduce:
+      if (is(a, "ring")) return ringAllreduce(x);
+      if (is(a, "direct")) return directAllreduce(x);
+      if (is(a, "hierarchical")) return hierarchicalAllreduce(x, topo);
+      if (is(a, "tree")) return treeAllreduce(x);
+      if (is(a, "rhd")) return rhdAllreduce(x);
+      break;
+    case Collective::broadcast:
+      if (is(a, "chain")) return chainBroadcast(x);
+      if (is(a, "direct")) return directBroadcast(x);
+      if (is(a, "binomial")) return binomialBroadcast(x);
+      break;
+    case Collective::reduce:
+    case Collective::reducescatter:
+      if (is(a, "ring")) return ringPhase(x, true);
+      break;
+    case Collective::allgather:
+      if (is(a, "ring")) return ringPhase(x, false);
+      break;
+    case Collective::alltoall:
+    case Collective::gather:
+    case Collective::scatter:
+      if (is(a, "direct")) return directExchange(x);
+      break;
+  }
+  return refuse("no cost formula for it (cost_model.cc)");
+}
+
+}  // namespace coll::topology

@@ -1,0 +1,34 @@
+// The α-β-γ cost model: a predicted time for running one algorithm of the catalogue on one
+// collective of a given size over a Topology. The selector picks the smallest prediction;
+// `coll-topo --explain` prints them all.
+//
+// Conventions (each formula in cost_model.cc states its terms):
+//  - a step that crosses hosts anywhere costs the inter-host α (ranks move in lockstep, the
+//    slowest link sets the pace); steps inside a host cost the intra-host α;
+//  - across hosts, bandwidth is what one host's link carries each way, over inter β: ranks of
+//    one host share its link, so an algorithm that sends L copies of a chunk across pays L;
+//  - inside a host, bandwidth is what one rank receives, over intra β: shared-memory receivers
+//    copy in parallel (a direct broadcast's receivers each pull from the root at once);
+//  - γ: the bytes one rank reduces, over the reduction kernel's bandwidth;
+//  - ranks are numbered host by host (how every launcher here places them).
+// Algorithms without a formula, or that refuse the layout (hierarchical on unbalanced hosts),
+// come back unsupported with a reason the selector logs.
+#pragma once
+
+#include <cstddef>
+
+#include "algorithms/catalog.h"
+#include "topology/topology.h"
+
+namespace coll::topology {
+
+struct Prediction {
+  bool supported = false;
+  double seconds = 0;         // when supported
+  const char* why_not = "";   // when not: a static sentence
+};
+
+Prediction predictTime(algo::Collective collective, const char* algorithm, size_t bytes, const Topology& topo,
+                       size_t slice_bytes);
+
+}  // namespace coll::topology

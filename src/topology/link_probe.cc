@@ -1,0 +1,153 @@
+#include "topology/link_probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "algorithms/schedule_builder.h"
+#include "core/log.h"
+#include "reduce/reduce.h"
+
+namespace coll::topology {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kPingPongs = 16;
+constexpr size_t kSmall = 8;
+constexpr size_t kLarge = 2 << 20;
+constexpr double kOneTransferIsEnough = 10e-3;  // s: slow links are measured well by one transfer
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Initiator: send `bytes`, then receive 8 B back. Responder: receive, then answer 8 B.
+algo::Schedule pingSchedule(bool initiator, int peer, size_t bytes) {
+  algo::ScheduleBuilder b("probe", 2);
+  using algo::StepKind;
+  using algo::BufferId;
+  if (initiator) {
+    b.add({StepKind::send, BufferId::input, peer, 0, bytes, 0, 0}, {0}, {});
+    b.add({StepKind::recv, BufferId::output, peer, 0, kSmall, 0, 1}, {}, {1});
+  } else {
+    b.add({StepKind::recv, BufferId::output, peer, 0, bytes, 0, 0}, {}, {0});
+    b.add({StepKind::send, BufferId::output, peer, 0, kSmall, 0, 1}, {0}, {});  // after the receive
+  }
+  return b.finish();
+}
+
+struct PairProbe {
+  const ProbeContext& ctx;
+  bool initiator;
+  int peer;
+  uint64_t sequence = 0;  // tags the probe's messages apart from each other
+  std::vector<char> in = std::vector<char>(kLarge), out = std::vector<char>(kLarge);
+
+  Status once(size_t bytes, double* seconds) {
+    ExecContext ec;
+    ec.ops.push_back({in.data(), out.data(), (sequence++ << 8) | kProbeWireKind});
+    ec.type = DataType::u8;
+    ec.nranks = 0;  // set by run()
+    auto t0 = Clock::now();
+    Status st = ctx.run(pingSchedule(initiator, peer, bytes), ec);
+    *seconds = secondsSince(t0);
+    if (!st) return Status(st.code(), format("link probe with rank %d: %s", peer, st.message().c_str()), peer);
+    return st;
+  }
+
+  // The initiator's figures; the responder only answers (its timings mean nothing).
+  Status measure(LinkParams* link) {
+    std::vector<double> rtt(kPingPongs);
+    for (double& t : rtt) COLL_RETURN_IF_ERROR(once(kSmall, &t));
+    std::nth_element(rtt.begin(), rtt.begin() + kPingPongs / 2, rtt.end());
+    link->alpha_s = rtt[kPingPongs / 2] / 2;
+    double best = 0;
+    COLL_RETURN_IF_ERROR(once(kLarge, &best));
+    if (best < kOneTransferIsEnough) {
+      double again = 0;
+      COLL_RETURN_IF_ERROR(once(kLarge, &again));
+      best = std::min(best, again);
+    }
+    link->beta_Bps = kLarge / std::max(best - 2 * link->alpha_s, best * 0.05);
+    link->source = "probe";
+    return Status::ok();
+  }
+};
+
+std::string encode(const LinkParams& l) { return format("%.9g %.9g", l.alpha_s, l.beta_Bps); }
+
+bool decode(const std::string& s, LinkParams* l) {
+  return std::sscanf(s.c_str(), "%lg %lg", &l->alpha_s, &l->beta_Bps) == 2 && l->beta_Bps > 0;
+}
+
+// Runs the probe of one link class when this rank is in its pair, then everyone reads it.
+Status probeClass(const ProbeContext& ctx, const char* name, int a, int b, LinkParams* link) {
+  const std::string key = ctx.key_prefix + "topo/probe/" + name;
+  if (ctx.rank == a || ctx.rank == b) {
+    PairProbe probe{ctx, ctx.rank == a, ctx.rank == a ? b : a};
+    LinkParams measured;
+    COLL_RETURN_IF_ERROR(probe.measure(&measured));
+    if (ctx.rank == a) COLL_RETURN_IF_ERROR(ctx.store->set(key, encode(measured), ctx.deadline));
+  }
+  std::string value;
+  COLL_RETURN_IF_ERROR(ctx.store->get(key, &value, ctx.deadline));
+  LinkParams agreed;
+  if (!decode(value, &agreed)) return internalError("link probe: malformed " + key + ": " + value);
+  agreed.source = format("probe (ranks %d-%d)", a, b);
+  *link = agreed;
+  COLL_INFO("TOPO", "link %s: alpha %.1f us, beta %.3f GB/s (ranks %d and %d)", name, link->alpha_s * 1e6,
+            link->beta_Bps / 1e9, a, b);
+  return Status::ok();
+}
+
+// Each host's first rank measures the kernel; the slowest host's figure is what all use.
+Status agreeGamma(const ProbeContext& ctx, Topology* topo) {
+  for (const auto& host : topo->ranks_of_host)
+    if (host.front() == ctx.rank)
+      COLL_RETURN_IF_ERROR(ctx.store->set(ctx.key_prefix + "topo/gamma/" + std::to_string(ctx.rank),
+                                          format("%.9g", measureReduceBandwidth()), ctx.deadline));
+  double gamma = 0;
+  for (const auto& host : topo->ranks_of_host) {
+    std::string v;
+    COLL_RETURN_IF_ERROR(ctx.store->get(ctx.key_prefix + "topo/gamma/" + std::to_string(host.front()), &v, ctx.deadline));
+    double g = std::atof(v.c_str());
+    if (g > 0 && (gamma == 0 || g < gamma)) gamma = g;
+  }
+  if (gamma > 0) {
+    topo->gamma_Bps = gamma;
+    topo->gamma_source = "probe (reduceInto f32 sum of 2 MiB, slowest host)";
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+double measureReduceBandwidth() {
+  std::vector<float> dst(kLarge / sizeof(float), 1.0f), src(kLarge / sizeof(float), 2.0f);
+  double best = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = Clock::now();
+    reduce::reduceInto(dst.data(), src.data(), dst.size(), DataType::f32, ReduceOp::sum);
+    double t = secondsSince(t0);
+    if (best == 0 || t < best) best = t;
+  }
+  return static_cast<double>(kLarge) / std::max(best, 1e-9);
+}
+
+Status probeLinks(const ProbeContext& ctx, Topology* topo) {
+  auto t0 = Clock::now();
+  for (const auto& host : topo->ranks_of_host)
+    if (host.size() >= 2) {
+      COLL_RETURN_IF_ERROR(probeClass(ctx, "intra_host", host[0], host[1], &topo->intra));
+      break;
+    }
+  if (topo->numHosts() > 1)
+    COLL_RETURN_IF_ERROR(probeClass(ctx, "inter_host", topo->ranks_of_host[0].back(), topo->ranks_of_host[1].front(),
+                                    &topo->inter));
+  COLL_RETURN_IF_ERROR(agreeGamma(ctx, topo));
+  COLL_INFO("TOPO", "probe took %.1f ms; gamma %.2f GB/s", secondsSince(t0) * 1e3, topo->gamma_Bps / 1e9);
+  return Status::ok();
+}
+
+}  // namespace coll::topology

@@ -1,0 +1,44 @@
+// The start-up link probe (COLL_PROBE, on by default): measures α and β of each link class
+// the job has, over the real transports, right after the ring neighbours are connected.
+//
+// One pair of ring neighbours per class does the measuring (so the probe costs the same on 4
+// ranks or 400): same host, the first two ranks of the first host holding several; across
+// hosts, the last rank of host 0 and the first of host 1. The initiator times 16 ping-pongs of
+// 8 B (α = the median round trip / 2, as an algorithm's step sees it, executor included) and
+// up to two 2 MiB transfers answered by 8 B (β = 2 MiB / (best time - 2α)); the second is
+// skipped where the first took over 10 ms (slow links are measured well enough by one). It
+// publishes the figures in the store and every rank reads the same ones: the values are
+// agreed. γ is the reduction kernel's speed (f32 sum of 2 MiB, best of 3) on the first rank of
+// each host; all ranks take the minimum. On a 1 Gbit/s link the probe takes about 40 ms, on
+// one host about 1 ms.
+#pragma once
+
+#include <functional>
+
+#include "bootstrap/store.h"
+#include "core/executor.h"
+#include "topology/topology.h"
+
+namespace coll::topology {
+
+// The wire kind of the probe's messages (collectives use OpKind values, COLL_CHECK 0xC0).
+constexpr uint64_t kProbeWireKind = 0xB0;
+
+using RunProbeSchedule = std::function<Status(const algo::Schedule&, ExecContext&)>;
+
+struct ProbeContext {
+  int rank = 0;
+  bootstrap::StoreClient* store = nullptr;
+  std::string key_prefix;
+  bootstrap::Deadline deadline;
+  RunProbeSchedule run;  // executes a schedule over this rank's connections (init thread)
+};
+
+// Collective: every rank of the job calls it. Fills topo->intra / inter / gamma for the
+// classes present (the others keep their defaults) and logs them at INFO (TOPO).
+Status probeLinks(const ProbeContext& ctx, Topology* topo);
+
+// γ of this machine's reduction kernel (bytes of f32 output per second), best of 3 on 2 MiB.
+double measureReduceBandwidth();
+
+}  // namespace coll::topology

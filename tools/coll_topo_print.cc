@@ -1,0 +1,93 @@
+#include "coll_topo_print.h"
+
+#include <vector>
+
+#include "algorithms/catalog.h"
+#include "core/log.h"
+#include "topology/cost_model.h"
+#include "topology/selector.h"
+
+namespace coll::tools {
+namespace {
+
+using topology::Topology;
+
+std::string rankRange(const std::vector<int>& ranks) {
+  bool contiguous = ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size());
+  if (ranks.size() > 1 && contiguous) return format("%d-%d", ranks.front(), ranks.back());
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
+  return s;
+}
+
+std::string nicsOf(const topology::HostHardware& hw) {
+  std::string s;
+  for (const auto& n : hw.nics)
+    s += (s.empty() ? "" : " ") + n.name + format("(numa %d%s)", n.numa_node, n.rdma ? ", rdma" : "");
+  return s.empty() ? "-" : s;
+}
+
+std::string gpusOf(const topology::HostHardware& hw) {
+  std::string s;
+  for (const auto& g : hw.gpus) s += (s.empty() ? "" : " ") + g.pci + format("(numa %d)", g.numa_node);
+  return s.empty() ? "-" : s;
+}
+
+std::string linkLine(const char* name, const topology::LinkParams& l, bool present) {
+  return format("  %-11s alpha %9.1f us   beta %8.3f GB/s   %s%s\n", name, l.alpha_s * 1e6, l.beta_Bps / 1e9,
+                l.source.c_str(), present ? "" : "  [no such link in this job]");
+}
+
+}  // namespace
+
+std::string topologyTable(const Topology& t) {
+  std::string out = format("coll topology: %d rank(s) on %d host(s)%s\n\n", t.nranks, t.numHosts(),
+                           t.balanced() ? "" : " (unbalanced)");
+  out += format("%-5s %-9s %-16s %4s %5s %4s %9s  %-28s %s\n", "host", "ranks", "hostname", "numa", "cores", "pus",
+                "L3", "NICs", "GPUs");
+  for (size_t h = 0; h < t.ranks_of_host.size(); ++h) {
+    topology::HostHardware hw;
+    if (h < t.hardware.size()) hw = t.hardware[h];
+    out += format("%-5zu %-9s %-16s %4d %5d %4d %9s  %-28s %s\n", h, rankRange(t.ranks_of_host[h]).c_str(),
+                  hw.hostname.empty() ? "?" : hw.hostname.c_str(), hw.numa_nodes, hw.cores, hw.pus,
+                  hw.l3_bytes ? formatBytes(static_cast<size_t>(hw.l3_bytes)).c_str() : "-", nicsOf(hw).c_str(),
+                  gpusOf(hw).c_str());
+  }
+  if (!t.hardware.empty()) out += format("(hardware detected by %s)\n", t.hardware.front().source.c_str());
+  out += "\nlinks:\n";
+  out += linkLine("intra_host", t.intra, t.maxRanksPerHost() > 1);
+  out += linkLine("inter_host", t.inter, t.numHosts() > 1);
+  out += format("  %-11s gamma %8.2f GB/s   %s\n", "reduce", t.gamma_Bps / 1e9, t.gamma_source.c_str());
+  return out;
+}
+
+std::string explainTable(const Topology& t, size_t slice_bytes) {
+  std::string out;
+  topology::Selector selector({}, t, slice_bytes);
+  for (algo::Collective c : algo::kAllCollectives) {
+    std::vector<const algo::AlgorithmInfo*> candidates;
+    for (const auto& a : algo::catalog())
+      if (a.collective == c) candidates.push_back(&a);
+    if (candidates.size() < 2) continue;
+    out += format("\n%s: predicted time per algorithm ('*' = the selector's choice)\n%10s", algo::toString(c), "size");
+    for (const auto* a : candidates) out += format(" %14s", a->name);
+    out += "\n";
+    for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 4) {
+      topology::Choice choice = selector.modelChoice(c, bytes);
+      out += format("%10s", formatBytes(bytes).c_str());
+      for (const auto* a : candidates) {
+        topology::Prediction p = topology::predictTime(c, a->name, bytes, t, slice_bytes);
+        std::string cell = p.supported ? topology::formatSeconds(p.seconds) : "n/a";
+        out += format(" %13s%s", cell.c_str(), a == choice.algorithm ? "*" : " ");
+      }
+      out += "\n";
+    }
+    for (const auto* a : candidates) {
+      topology::Prediction p = topology::predictTime(c, a->name, 1 << 20, t, slice_bytes);
+      if (!p.supported) out += format("  %s n/a: %s\n", a->name, p.why_not);
+    }
+  }
+  return out;
+}
+
+}  // namespace coll::tools
