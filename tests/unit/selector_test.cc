@@ -121,6 +121,7 @@ TEST(Selector, OneHostChoosesDirectAtEverySize) {
 TEST(Selector, FourHostsOfOneNeverChooseHierarchical) {
   Selector s({}, fake(4, 1));
   EXPECT_STREQ(pick(s, Collective::allreduce, 8), "direct") << "2 steps beat 6";
+  EXPECT_STREQ(pick(s, Collective::allreduce, 256 << 20), "ring") << "pipelined: the link's full rate";
   Choice c = s.choose(Collective::allreduce, 1 << 28);
   EXPECT_NE(describeRejected(c.rejected).find("hierarchical: needs every host to hold the same number (>1)"),
             std::string::npos) << describeRejected(c.rejected);
