@@ -16,7 +16,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kPingPongs = 16;
 constexpr size_t kSmall = 8;
 constexpr size_t kLarge = 2 << 20;
-constexpr double kOneTransferIsEnough = 10e-3;  // s: slow links are measured well by one transfer
 
 double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -62,13 +61,12 @@ struct PairProbe {
     for (double& t : rtt) COLL_RETURN_IF_ERROR(once(kSmall, &t));
     std::nth_element(rtt.begin(), rtt.begin() + kPingPongs / 2, rtt.end());
     link->alpha_s = rtt[kPingPongs / 2] / 2;
-    double best = 0;
+    // Always two transfers: both ranks of the pair run this, and a count decided from each
+    // side's own timing could differ (one would wait for a transfer the other never sends).
+    double best = 0, again = 0;
     COLL_RETURN_IF_ERROR(once(kLarge, &best));
-    if (best < kOneTransferIsEnough) {
-      double again = 0;
-      COLL_RETURN_IF_ERROR(once(kLarge, &again));
-      best = std::min(best, again);
-    }
+    COLL_RETURN_IF_ERROR(once(kLarge, &again));
+    best = std::min(best, again);
     link->beta_Bps = kLarge / std::max(best - 2 * link->alpha_s, best * 0.05);
     link->source = "probe";
     return Status::ok();
