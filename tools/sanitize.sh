@@ -31,9 +31,10 @@ targets=(reduce_test types_test store_test schedule_test bootstrap_test c_api_te
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLL_SANITIZE="$kind" \
   -DCOLL_WITH_PYTHON=OFF -DCOLL_WITH_CUDA=OFF >/dev/null
+known=$(cmake --build "$build" --target help)
 existing=()
 for t in "${targets[@]}"; do
-  cmake --build "$build" --target help | grep -q "^$t:" && existing+=("$t")
+  grep -q "^$t:" <<<"$known" && existing+=("$t")
 done
 nice -n 10 cmake --build "$build" -j "${COLL_SANITIZE_JOBS:-2}" --target "${existing[@]}"
 
