@@ -53,6 +53,9 @@ collResult_t collCommInitFromEnv(collComm_t* comm);
 collResult_t collCommDestroy(collComm_t comm);
 /* Fails pending ops, disconnects and frees; returns in bounded time. */
 collResult_t collCommAbort(collComm_t comm);
+/* After a failure the survivors make *newcomm without excludeRanks (like ncclCommShrink):
+ * every survivor passes the same ranks; comm stays valid until destroyed or aborted. */
+collResult_t collCommShrink(collComm_t comm, const int* excludeRanks, int excludeCount, collComm_t* newcomm);
 collResult_t collCommGetAsyncError(collComm_t comm, collResult_t* asyncError);
 collResult_t collCommCount(const collComm_t comm, int* count);
 collResult_t collCommUserRank(const collComm_t comm, int* rank);
