@@ -148,7 +148,9 @@ class Session : public std::enable_shared_from_this<Session> {
     std::memcpy(&delta, value.data(), 8);
     auto it = state_->values.find(key);
     if (it != state_->values.end() && it->second.size() == 8) std::memcpy(&current, it->second.data(), 8);
-    current += delta;
+    // Wraps like two's complement instead of overflowing (undefined for int64_t): a client may
+    // send any delta. Found by fuzz_store_protocol under UBSan.
+    current = static_cast<int64_t>(static_cast<uint64_t>(current) + static_cast<uint64_t>(delta));
     std::string stored(reinterpret_cast<const char*>(&current), 8);
     state_->values[key] = stored;
     wakeWaiters(key);
