@@ -5,7 +5,8 @@
 #
 # address: build-asan (ASan + UBSan); thread: build-tsan; undefined: build-ubsan. Default ctest
 # args: -L 'unit|multirank|fault' (add -R/-E to run a subset). Only the targets the tests need
-# are built (no benchmarks, trainer or Python module), niced, with COLL_SANITIZE_JOBS (2) jobs.
+# are built (no benchmarks, trainer or Python module), niced, with COLL_SANITIZE_JOBS (2) jobs;
+# COLL_SANITIZE_TARGETS="a b c" builds only those (tests of unbuilt programs are not run).
 # Every report fails its test: a sanitizer that finds something makes the rank exit non-zero
 # (halt_on_error), and the rank runner reports that rank as failed.
 set -euo pipefail
@@ -26,8 +27,11 @@ targets=(reduce_test types_test store_test schedule_test bootstrap_test c_api_te
          ledger_test c_api_bad_input_test
          allreduce_test broadcast_test ordering_test c_api_multirank_test collectives_test
          fault_test ledger_fault_test call_check_test bad_input_test hostile_peer_test
+         store_host_test shrink_fault_test shrink_test
          collrun coll_soak
          fuzz_store_protocol fuzz_socket_wire fuzz_algo_override fuzz_slurm_hostlist fuzz_ledger_snapshot)
+
+[[ -n ${COLL_SANITIZE_TARGETS:-} ]] && read -r -a targets <<<"$COLL_SANITIZE_TARGETS"
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLL_SANITIZE="$kind" \
   -DCOLL_WITH_PYTHON=OFF -DCOLL_WITH_CUDA=OFF >/dev/null
