@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "fault/hostile_wire.h"
+#include "fault/process_counts.h"
 #include "multirank/rank_runner.h"
 
 namespace coll::test {

@@ -24,15 +24,6 @@ int remotePort(int fd) {
   return -1;
 }
 
-int countEntries(const char* path) {
-  DIR* dir = ::opendir(path);
-  if (!dir) return -1;
-  int n = 0;
-  while (const dirent* e = ::readdir(dir)) n += e->d_name[0] != '.';
-  ::closedir(dir);
-  return n;
-}
-
 }  // namespace
 
 std::vector<int> dataSockets(int store_port) {
@@ -66,8 +57,5 @@ int writeToAll(const std::vector<int>& fds, const std::string& bytes) {
 void shutDownAll(const std::vector<int>& fds) {
   for (int fd : fds) ::shutdown(fd, SHUT_RDWR);
 }
-
-int countOpenFds() { return countEntries("/proc/self/fd") - 1; }  // less opendir's own
-int countThreads() { return countEntries("/proc/self/task"); }
 
 }  // namespace coll::test

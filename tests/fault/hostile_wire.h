@@ -24,8 +24,4 @@ int writeToAll(const std::vector<int>& fds, const std::string& bytes);
 // shutdown(SHUT_RDWR) on every socket: the peers see the connection close mid-collective.
 void shutDownAll(const std::vector<int>& fds);
 
-// Open descriptors and threads of this process (from /proc/self), for leak checks.
-int countOpenFds();
-int countThreads();
-
 }  // namespace coll::test

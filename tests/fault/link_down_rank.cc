@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "coll/communicator.h"
-#include "fault/hostile_wire.h"
+#include "fault/process_counts.h"
 
 namespace {
 

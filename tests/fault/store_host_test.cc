@@ -16,7 +16,7 @@
 #include <iostream>
 #include <thread>
 
-#include "fault/hostile_wire.h"
+#include "fault/process_counts.h"
 #include "multirank/rank_runner.h"
 
 namespace coll::test {
