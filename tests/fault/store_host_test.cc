@@ -4,6 +4,7 @@
 // within 2 x COLL_TIMEOUT, naming it, although the ledger exchange that explains failures
 // cannot reach the store any more. Destroying their communicators must still return promptly
 // (the ledger responder's parked GET lost its store) and give back every descriptor and thread.
+// A shrink without the store host cannot rendezvous: it must time out, not hang.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -63,9 +66,17 @@ void allreduceUntilFailure(Communicator& comm, Rank& self) {
   self.slot->phase = kPhaseFailed;
 }
 
-TEST(StoreHost, KilledAfterStartUpSurvivorsFailNamingIt) {
-  const std::string address = "127.0.0.1:" + std::to_string(freePort());
+struct KillRun {
+  std::vector<RankOutcome> outcomes;
   int64_t kill_ns = 0;
+};
+
+// 4 ranks, rank 0 serving the store, all-reduce until rank 0 is SIGKILLed (after 3 ops); each
+// survivor then runs after_failure on its failed communicator, destroys it and checks that it
+// holds the descriptors and threads it had before.
+KillRun killStoreHost(const std::function<void(Communicator&, Rank&)>& after_failure) {
+  const std::string address = "127.0.0.1:" + std::to_string(freePort());
+  KillRun run;
   RunOptions options;
   options.deadline = std::chrono::seconds(60);
   options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
@@ -76,10 +87,10 @@ TEST(StoreHost, KilledAfterStartUpSurvivorsFailNamingIt) {
     };
     while (!progressed() && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (!progressed()) return;
-    kill_ns = nowNs();
+    run.kill_ns = nowNs();
     ::kill(pids[kStoreHost], SIGKILL);
   };
-  auto outcomes = runProcesses(kRanks, [&](Rank& self, const std::string&, const std::string& secret) {
+  run.outcomes = runProcesses(kRanks, [&](Rank& self, const std::string&, const std::string& secret) {
     int fds_before = countOpenFds(), threads_before = countThreads();
     {
       CommOptions o;
@@ -90,6 +101,7 @@ TEST(StoreHost, KilledAfterStartUpSurvivorsFailNamingIt) {
       o.secret = secret;
       auto comm = Communicator::create(o);
       allreduceUntilFailure(*comm, self);
+      after_failure(*comm, self);
       int64_t destroy_start = nowNs();
       comm.reset();
       if (nowNs() - destroy_start < int64_t(kTimeoutSeconds) * 1'000'000'000) self.slot->flags |= kFlagDestroyedPromptly;
@@ -97,21 +109,49 @@ TEST(StoreHost, KilledAfterStartUpSurvivorsFailNamingIt) {
     RANK_CHECK(countOpenFds() == fds_before, "descriptors: %d before the communicator, %d after", fds_before, countOpenFds());
     RANK_CHECK(countThreads() == threads_before, "threads: %d before, %d after", threads_before, countThreads());
   }, options);
-  ASSERT_NE(kill_ns, 0) << "the ranks never completed 3 all-reduces";
-  EXPECT_EQ(outcomes[kStoreHost].signal, SIGKILL) << outcomes[kStoreHost].describe();
-  for (const RankOutcome& o : outcomes) {
+  return run;
+}
+
+TEST(StoreHost, KilledAfterStartUpSurvivorsFailNamingIt) {
+  KillRun run = killStoreHost([](Communicator&, Rank&) {});
+  ASSERT_NE(run.kill_ns, 0) << "the ranks never completed 3 all-reduces";
+  EXPECT_EQ(run.outcomes[kStoreHost].signal, SIGKILL) << run.outcomes[kStoreHost].describe();
+  for (const RankOutcome& o : run.outcomes) {
     if (o.rank == kStoreHost) continue;
     SCOPED_TRACE(o.describe());
     EXPECT_TRUE(o.exited && o.exit_code == 0);
     auto code = static_cast<ErrorCode>(o.error_code);
     EXPECT_TRUE(code == ErrorCode::PeerLost || code == ErrorCode::Timeout) << codeName(code);
-    double seconds = (o.error_time_ns - kill_ns) / 1e9;
+    double seconds = (o.error_time_ns - run.kill_ns) / 1e9;
     EXPECT_GT(seconds, 0);
     EXPECT_LT(seconds, 2.0 * kTimeoutSeconds);
     EXPECT_NE(o.message.find("allreduce #"), std::string::npos);
     EXPECT_NE(o.message.find("peer 0"), std::string::npos) << "names the dead store host";
     EXPECT_TRUE(o.flags & kFlagDestroyedPromptly) << "destroying the communicator took longer than COLL_TIMEOUT";
     std::cout << "rank " << o.rank << " failed " << seconds << " s after the store host died: " << o.message << "\n";
+  }
+}
+
+// Shrinking needs the rendezvous store: without its host the survivors cannot rendezvous, and
+// shrink fails with Timeout within COLL_TIMEOUT (plus slack), naming the store, never hangs.
+TEST(StoreHost, ShrinkWithoutTheStoreHostTimesOut) {
+  KillRun run = killStoreHost([](Communicator& comm, Rank& self) {
+    auto start = std::chrono::steady_clock::now();
+    try {
+      comm.shrink({kStoreHost});
+      RANK_CHECK(false, "shrink succeeded without a store");
+    } catch (const Error& e) {
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      RANK_CHECK(e.code() == ErrorCode::Timeout || e.code() == ErrorCode::PeerLost, "%s: %s", codeName(e.code()), e.what());
+      RANK_CHECK(seconds < kTimeoutSeconds + 2, "shrink took %.1f s", seconds);
+      RANK_CHECK(std::strstr(e.what(), "store") != nullptr, "does not name the store: %s", e.what());
+      std::printf("rank %d: shrink failed after %.2f s (%s): %s\n", self.rank, seconds, codeName(e.code()), e.what());
+    }
+  });
+  ASSERT_NE(run.kill_ns, 0);
+  for (const RankOutcome& o : run.outcomes) {
+    if (o.rank == kStoreHost) continue;
+    EXPECT_TRUE(o.exited && o.exit_code == 0) << o.describe();
   }
 }
 
