@@ -26,9 +26,15 @@ typedef enum {
   collUint8, collInt32, collUint32, collInt64, collUint64,
   /* NCCL spellings */
   collFloat = collFloat32, collDouble = collFloat64, collHalf = collFloat16,
+  /* Not types. They give the enum the whole int range, so whatever int a C caller passes is a
+   * value C++ can hold: refused as unknown (collInvalidArgument), not undefined behaviour. */
+  collDataTypeIntMin_ = -0x7fffffff - 1, collDataTypeIntMax_ = 0x7fffffff,
 } collDataType_t;
 
-typedef enum { collSum = 0, collProd, collMin, collMax, collAvg } collRedOp_t;
+typedef enum {
+  collSum = 0, collProd, collMin, collMax, collAvg,
+  collRedOpIntMin_ = -0x7fffffff - 1, collRedOpIntMax_ = 0x7fffffff, /* not ops: as above */
+} collRedOp_t;
 
 #define COLL_UNIQUE_ID_BYTES 128
 /* Rank 0 makes one with collGetUniqueId and ships it to the others (e.g. via MPI_Bcast).
