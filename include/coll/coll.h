@@ -26,9 +26,15 @@ typedef enum {
   collUint8, collInt32, collUint32, collInt64, collUint64,
   /* NCCL spellings */
   collFloat = collFloat32, collDouble = collFloat64, collHalf = collFloat16,
+  /* Not types. They give the enum the whole int range, so whatever int a C caller passes is a
+   * value C++ can hold: refused as unknown (collInvalidArgument), not undefined behaviour. */
+  collDataTypeIntMin_ = -0x7fffffff - 1, collDataTypeIntMax_ = 0x7fffffff,
 } collDataType_t;
 
-typedef enum { collSum = 0, collProd, collMin, collMax, collAvg } collRedOp_t;
+typedef enum {
+  collSum = 0, collProd, collMin, collMax, collAvg,
+  collRedOpIntMin_ = -0x7fffffff - 1, collRedOpIntMax_ = 0x7fffffff, /* not ops: as above */
+} collRedOp_t;
 
 #define COLL_UNIQUE_ID_BYTES 128
 /* Rank 0 makes one with collGetUniqueId and ships it to the others (e.g. via MPI_Bcast).
@@ -53,6 +59,9 @@ collResult_t collCommInitFromEnv(collComm_t* comm);
 collResult_t collCommDestroy(collComm_t comm);
 /* Fails pending ops, disconnects and frees; returns in bounded time. */
 collResult_t collCommAbort(collComm_t comm);
+/* After a failure the survivors make *newcomm without excludeRanks (like ncclCommShrink):
+ * every survivor passes the same ranks; comm stays valid until destroyed or aborted. */
+collResult_t collCommShrink(collComm_t comm, const int* excludeRanks, int excludeCount, collComm_t* newcomm);
 collResult_t collCommGetAsyncError(collComm_t comm, collResult_t* asyncError);
 collResult_t collCommCount(const collComm_t comm, int* count);
 collResult_t collCommUserRank(const collComm_t comm, int* rank);

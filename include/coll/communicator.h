@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "coll/error.h"
 #include "coll/store.h"
@@ -96,6 +97,16 @@ class Communicator {
   // Fails every queued and running op with PeerLost ("aborted by the application"), closes
   // every connection so peers fail fast too, and returns in bounded time. Idempotent.
   void abort();
+
+  // After a failure, the survivors make a communicator without `excluded_ranks` (the dead or
+  // stopped ones) and carry on, as with ncclCommShrink or MPI ULFM's MPI_Comm_shrink. Every
+  // survivor calls it with the same ranks (the order does not matter); ranks are renumbered
+  // densely in the old order, over the same rendezvous store under a new namespace. Works on a
+  // failed communicator; this one is left as it is (destroy it when done; its store, if this
+  // rank serves it, lives on with the new one). Throws InvalidArgument for a rank out of
+  // range, repeated or the caller's own, Timeout when a survivor does not join within
+  // COLL_TIMEOUT (the store's host died, or the survivors disagree about who is excluded).
+  std::unique_ptr<Communicator> shrink(const std::vector<int>& excluded_ranks);
 
   // The first error that broke the communicator, if any (the NCCL "async error").
   std::optional<Error> asyncError() const;

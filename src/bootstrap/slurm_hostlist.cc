@@ -34,8 +34,11 @@ Status expandRange(const std::string& prefix, const std::string& range, const st
   char* e2 = nullptr;
   long a = std::strtol(lo.c_str(), &e1, 10), b = std::strtol(hi.c_str(), &e2, 10);
   if (lo.empty() || *e1 || *e2 || b < a || b - a > 100000) return invalidArgument("bad host range '" + range + "'");
-  for (long i = a; i <= b; ++i) {
-    std::string num = std::to_string(i);
+  if (out->size() + static_cast<size_t>(b - a) + 1 > kMaxHostListHosts)
+    return invalidArgument(format("host list expands to more than %zu hosts", kMaxHostListHosts));
+  // Counted, not `i <= b`: with b == LONG_MAX ("n[9223372036854775807]") ++i would overflow.
+  for (long k = 0; k <= b - a; ++k) {
+    std::string num = std::to_string(a + k);
     if (num.size() < lo.size()) num = std::string(lo.size() - num.size(), '0') + num;
     out->push_back(prefix + num + suffix);
   }

@@ -88,6 +88,9 @@ class TcpStoreClient : public StoreClient {
     if (!st) {  // a half-finished exchange leaves the stream unusable
       std::lock_guard<std::mutex> lock(fd_mu_);  // cancel() must never shut down a reused fd number
       fd_.reset();
+      // Name the store: the socket no longer can once its far end is gone.
+      if (st.code() != ErrorCode::Internal)
+        return Status(st.code(), format("store %s: %s", address_.c_str(), st.message().c_str()), st.peer());
     }
     return st;
   }

@@ -2,6 +2,7 @@
 // the session until some SET provides it; the client's own deadline bounds that wait.
 #include <cstring>
 #include <fcntl.h>
+#include <algorithm>
 #include <map>
 #include <thread>
 #include <vector>
@@ -108,7 +109,37 @@ class Session : public std::enable_shared_from_this<Session> {
   void get(const std::string& key) {
     auto it = state_->values.find(key);
     if (it != state_->values.end()) return reply(kOk, it->second);
+    park(key);
+  }
+
+  // A parked client sends nothing until its reply comes, so its socket turning readable means
+  // it hung up (its get timed out or was cancelled) or broke the protocol. Either way the
+  // session ends then, instead of holding a descriptor until the key appears (perhaps never).
+  void park(const std::string& key) {
+    parked_key_ = key;
+    parked_ = true;
     state_->waiters[key].push_back(shared_from_this());
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](auto ec) {
+      if (ec || !self->parked_) return;  // woken by a set (which cancelled this wait)
+      self->unpark();
+      boost::system::error_code ignored;
+      self->socket_.close(ignored);
+    });
+  }
+
+  void unpark() {
+    parked_ = false;
+    auto it = state_->waiters.find(parked_key_);
+    if (it == state_->waiters.end()) return;
+    std::erase(it->second, shared_from_this());
+    if (it->second.empty()) state_->waiters.erase(it);
+  }
+
+  void wake(const std::string& value) {
+    parked_ = false;
+    boost::system::error_code ignored;
+    socket_.cancel(ignored);  // only the readability wait is pending now
+    reply(kOk, value);
   }
 
   void add(const std::string& key, const std::string& value) {
@@ -117,7 +148,9 @@ class Session : public std::enable_shared_from_this<Session> {
     std::memcpy(&delta, value.data(), 8);
     auto it = state_->values.find(key);
     if (it != state_->values.end() && it->second.size() == 8) std::memcpy(&current, it->second.data(), 8);
-    current += delta;
+    // Wraps like two's complement instead of overflowing (undefined for int64_t): a client may
+    // send any delta. Found by fuzz_store_protocol under UBSan.
+    current = static_cast<int64_t>(static_cast<uint64_t>(current) + static_cast<uint64_t>(delta));
     std::string stored(reinterpret_cast<const char*>(&current), 8);
     state_->values[key] = stored;
     wakeWaiters(key);
@@ -129,7 +162,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (it == state_->waiters.end()) return;
     auto waiting = std::move(it->second);
     state_->waiters.erase(it);
-    for (auto& s : waiting) s->reply(kOk, state_->values[key]);
+    for (auto& s : waiting) s->wake(state_->values[key]);
   }
 
   tcp::socket socket_;
@@ -139,6 +172,8 @@ class Session : public std::enable_shared_from_this<Session> {
   char hello_[4 + sizeof(Nonce)];
   uint64_t mac_ = 0;
   bool authenticated_ = false;
+  bool parked_ = false;  // in state_->waiters[parked_key_], waiting for a set
+  std::string parked_key_;
   RequestHeader header_{};
   std::string body_, out_;
 };

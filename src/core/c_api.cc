@@ -185,6 +185,17 @@ collResult_t collCommAbort(collComm_t comm) {
   });
 }
 
+collResult_t collCommShrink(collComm_t comm, const int* excludeRanks, int excludeCount, collComm_t* newcomm) {
+  if (collResult_t r = checkComm(comm, "collCommShrink"); r != collSuccess) return r;
+  if (!newcomm) return invalid("collCommShrink: null newcomm pointer");
+  if (excludeCount < 0 || (excludeCount > 0 && !excludeRanks))
+    return invalid(coll::format("collCommShrink: %d excluded ranks at %p", excludeCount, static_cast<const void*>(excludeRanks)));
+  return guarded([&] {
+    std::vector<int> excluded(excludeRanks, excludeRanks + excludeCount);
+    return adopt(comm->comm->shrink(excluded), newcomm);
+  });
+}
+
 collResult_t collCommGetAsyncError(collComm_t comm, collResult_t* asyncError) {
   if (collResult_t r = checkComm(comm, "collCommGetAsyncError"); r != collSuccess) return r;
   if (!asyncError) return invalid("collCommGetAsyncError: null result pointer");

@@ -118,6 +118,13 @@ void Communicator::groupEnd() { impl_->groupEnd(); }
 
 void Communicator::abort() { impl_->abort("aborted by the application"); }
 
+std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded_ranks) {
+  std::unique_ptr<CommunicatorImpl> impl;
+  Status st = impl_->shrink(excluded_ranks, &impl);
+  if (!st) throw st.toError(format("shrink (rank %d of %d)", rank(), size()));
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
 std::optional<Error> Communicator::asyncError() const { return impl_->asyncError(); }
 
 std::string Communicator::describe() const { return impl_->describe(); }

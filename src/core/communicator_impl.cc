@@ -11,6 +11,7 @@
 #include "core/call_check.h"
 #include "core/executor.h"
 #include "core/log.h"
+#include "core/shrink.h"
 #include "core/spin_wait.h"
 #include "core/stall_report.h"
 #include "topology/autotune.h"
@@ -23,13 +24,18 @@ CommunicatorImpl::CommunicatorImpl(const CommOptions& options, const Config& con
       key_prefix_("coll/" + options.name + "/"), secret_(options.secret.empty() ? config.job_secret : options.secret),
       ledger_(options.rank) {
   if (options.timeout.count() > 0) config_.timeout = options.timeout;
+  options_ = options;
+  options_.secret = secret_;
+  options_.timeout = config_.timeout;
 }
 
 Status CommunicatorImpl::create(const CommOptions& options, const Config& global,
-                                std::unique_ptr<CommunicatorImpl>* out) {
+                                std::unique_ptr<CommunicatorImpl>* out,
+                                std::shared_ptr<bootstrap::StoreServer> inherited_store) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size)
     return invalidArgument(format("rank %d / size %d is not a valid position", options.rank, options.size));
   std::unique_ptr<CommunicatorImpl> impl(new CommunicatorImpl(options, global));
+  impl->store_server_ = std::move(inherited_store);
   const Config& config = impl->config_;  // the global one, with the caller's timeout
   if (impl->secret_.empty())
     return invalidArgument("no job secret: set COLL_JOB_SECRET (collrun and collGetUniqueId make one)");
@@ -67,11 +73,22 @@ Status CommunicatorImpl::connectStore(const CommOptions& options) {
   int port = 0;
   COLL_RETURN_IF_ERROR(bootstrap::splitHostPort(options.store_address, &store_host_, &port));
   if (options.host_store) {
-    Status st = bootstrap::StoreServer::start("0.0.0.0", port, secret_, &store_server_);
+    std::unique_ptr<bootstrap::StoreServer> server;
+    Status st = bootstrap::StoreServer::start("0.0.0.0", port, secret_, &server);
     if (!st) return Status(st.code(), format("rank %d cannot serve the rendezvous store: %s", rank_, st.message().c_str()));
+    store_server_ = std::move(server);
   }
   return bootstrap::StoreClient::connect(options.store_address, secret_, transport::Clock::now() + config_.timeout,
                                          &store_);
+}
+
+Status CommunicatorImpl::shrink(const std::vector<int>& excluded, std::unique_ptr<CommunicatorImpl>* out) {
+  refuseInForkedChild("shrink");
+  CommOptions plan;
+  COLL_RETURN_IF_ERROR(planShrink(options_, rank_, size_, excluded, ++shrinks_, &plan));
+  COLL_INFO("INIT", "rank %d of %d shrinks to rank %d of %d as '%s'", rank_, size_, plan.rank, plan.size,
+            plan.name.c_str());
+  return create(plan, config_, out, store_server_);
 }
 
 LedgerResponder::Connect CommunicatorImpl::storeConnector(const CommOptions& options) const {

@@ -25,7 +25,13 @@ namespace coll {
 
 class CommunicatorImpl {
  public:
-  static Status create(const CommOptions& options, const Config& config, std::unique_ptr<CommunicatorImpl>* out);
+  // inherited_store: a store server this communicator keeps alive though another made it
+  // (a shrunk communicator shares its parent's: the parent may be destroyed first).
+  static Status create(const CommOptions& options, const Config& config, std::unique_ptr<CommunicatorImpl>* out,
+                       std::shared_ptr<bootstrap::StoreServer> inherited_store = nullptr);
+  // A new communicator of the survivors, without `excluded` (core/shrink.h). Issuing thread;
+  // every survivor calls it with the same ranks. This one is left as it is.
+  Status shrink(const std::vector<int>& excluded, std::unique_ptr<CommunicatorImpl>* out);
   ~CommunicatorImpl();
 
   int rank() const { return rank_; }
@@ -67,12 +73,14 @@ class CommunicatorImpl {
   std::string opLabel(const OpRequest& op, const std::string& algorithm) const;
 
   Config config_;
+  CommOptions options_;  // as given, secret and timeout resolved: the base of a shrink
+  uint64_t shrinks_ = 0;  // issuing thread only
   const ForkStamp created_ = ForkStamp::now();
   int rank_, size_, local_rank_;
   std::string key_prefix_;
   std::string secret_;
   std::string store_host_;
-  std::unique_ptr<bootstrap::StoreServer> store_server_;
+  std::shared_ptr<bootstrap::StoreServer> store_server_;
   std::unique_ptr<bootstrap::StoreClient> store_;
   topology::HostGrouping hosts_;
   std::unique_ptr<topology::Selector> selector_;  // progress thread only, after init

@@ -20,7 +20,7 @@ void complain(const char* name, const char* value, const char* expected) {
 bool parseBytes(const char* s, size_t* out) {
   char* end = nullptr;
   double v = std::strtod(s, &end);
-  if (end == s || v < 0) return false;
+  if (end == s || !(v >= 0)) return false;  // NaN too
   double mult = 1;
   switch (*end) {
     case 'k': case 'K': mult = 1024.0; ++end; break;
@@ -29,7 +29,8 @@ bool parseBytes(const char* s, size_t* out) {
     default: break;
   }
   if (*end == 'B' || *end == 'b') ++end;
-  if (*end != '\0') return false;
+  // 2^64 and above (or inf) would be undefined to convert.
+  if (*end != '\0' || !(v * mult < 18446744073709551616.0)) return false;
   *out = static_cast<size_t>(v * mult);
   return true;
 }
@@ -60,7 +61,8 @@ void readTimeout(Config* c) {
   if (!v) return;
   char* end = nullptr;
   double s = std::strtod(v, &end);
-  if (*end != '\0' || !(s > 0)) return complain("COLL_TIMEOUT", v, "seconds > 0");
+  // A year at most: beyond, the conversion to milliseconds would overflow.
+  if (*end != '\0' || !(s > 0) || s > 365.0 * 24 * 3600) return complain("COLL_TIMEOUT", v, "seconds > 0, at most a year");
   c->timeout = std::chrono::milliseconds(static_cast<long long>(s * 1000));
 }
 

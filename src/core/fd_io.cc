@@ -113,7 +113,11 @@ Status readAll(int fd, void* buf, size_t n, Deadline deadline, const char* what)
   while (n > 0) {
     ssize_t r = ::recv(fd, p, n, MSG_DONTWAIT);
     if (r > 0) { p += r; n -= static_cast<size_t>(r); continue; }
-    if (r == 0) return peerLostError(format("%s: connection closed by %s", what, peerAddress(fd).c_str()));
+    if (r == 0) {
+      // A peer that died is no longer connected: getpeername fails and the address is lost.
+      std::string who = peerAddress(fd);
+      return peerLostError(format("%s: connection closed by %s", what, who == "?" ? "the other end" : who.c_str()));
+    }
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       COLL_RETURN_IF_ERROR(waitFd(fd, POLLIN, deadline, what));
       continue;

@@ -40,8 +40,11 @@
 
 // target_clones needs ifunc support (glibc); elsewhere the baseline build is all there is.
 // -DCOLL_REDUCE_BASELINE_ONLY forces that build on x86 too, so that tests can cover the
-// portable code on CPUs that would never run it.
-#if defined(COLL_X86) && defined(__GNUC__) && defined(__ELF__) && !defined(COLL_REDUCE_BASELINE_ONLY)
+// portable code on CPUs that would never run it. ThreadSanitizer builds (tools/sanitize.sh
+// thread) take the baseline too: GCC instruments the ifunc resolvers target_clones makes, and
+// the dynamic loader runs those before TSan is initialised (every program crashed at start).
+#if defined(COLL_X86) && defined(__GNUC__) && defined(__ELF__) && !defined(COLL_REDUCE_BASELINE_ONLY) && \
+    !defined(__SANITIZE_THREAD__)
 #define COLL_CLONES __attribute__((target_clones("avx2", "default")))
 #define COLL_HAVE_X86_PATHS 1
 #else

@@ -16,11 +16,14 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return parts;
 }
 
+// 2^64: the first double no size_t holds. Converting it or NaN to size_t is undefined.
+constexpr double kSizeLimit = 18446744073709551616.0;
+
 bool parseSize(const std::string& s, size_t* out) {
   if (s == "inf") { *out = SIZE_MAX; return true; }
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || v < 0) return false;
+  if (end == s.c_str() || !(v >= 0)) return false;
   switch (*end) {
     case 'K': case 'k': v *= 1024.0; ++end; break;
     case 'M': case 'm': v *= 1024.0 * 1024; ++end; break;
@@ -28,7 +31,7 @@ bool parseSize(const std::string& s, size_t* out) {
     default: break;
   }
   if (*end == 'B') ++end;
-  if (*end != '\0') return false;
+  if (*end != '\0' || !(v < kSizeLimit)) return false;
   *out = static_cast<size_t>(v);
   return true;
 }

@@ -53,6 +53,13 @@ TEST(HostList, Errors) {
   }
   std::string first;
   EXPECT_FALSE(firstHostOfList("", &first));
+  // Each range is short enough, the whole list is not (kMaxHostListHosts).
+  Hosts hosts;
+  EXPECT_EQ(expandHostList("a[0-99999],b[0-99999]", &hosts).code(), ErrorCode::InvalidArgument);
+  // The largest long as a range end: counted, not incremented past it.
+  hosts.clear();
+  ASSERT_TRUE(expandHostList("n[9223372036854775807]", &hosts));
+  EXPECT_EQ(hosts, (Hosts{"n9223372036854775807"}));
 }
 
 TEST(Pmi, Field) {

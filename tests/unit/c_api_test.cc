@@ -105,6 +105,23 @@ TEST_F(OneRank, CountRankAndNoAsyncError) {
   EXPECT_EQ(collCommGetAsyncError(comm_, nullptr), collInvalidArgument);
 }
 
+TEST_F(OneRank, ShrinkMakesAWorkingCommunicator) {
+  collComm_t shrunk = nullptr;
+  int self = 0;
+  EXPECT_EQ(collCommShrink(comm_, &self, 1, &shrunk), collInvalidArgument) << "a rank cannot exclude itself";
+  EXPECT_NE(std::string(collGetLastError()).find("excludes itself"), std::string::npos) << collGetLastError();
+  EXPECT_EQ(collCommShrink(comm_, nullptr, 1, &shrunk), collInvalidArgument);
+  EXPECT_EQ(collCommShrink(comm_, nullptr, 0, nullptr), collInvalidArgument);
+  ASSERT_EQ(collCommShrink(comm_, nullptr, 0, &shrunk), collSuccess) << collGetLastError();
+  int count = 0;
+  EXPECT_EQ(collCommCount(shrunk, &count), collSuccess);
+  EXPECT_EQ(count, 1);
+  float x = 3;
+  EXPECT_EQ(collAllReduce(&x, &x, 1, collFloat32, collSum, shrunk, nullptr), collSuccess) << collGetLastError();
+  EXPECT_EQ(x, 3);
+  EXPECT_EQ(collCommDestroy(shrunk), collSuccess);
+}
+
 TEST_F(OneRank, AllReduceAndBroadcast) {
   std::vector<int32_t> in = {1, -2, 3, 7}, out(4, 0);
   ASSERT_EQ(collAllReduce(in.data(), out.data(), 4, collInt32, collSum, comm_, nullptr), collSuccess) << lastError();

@@ -57,6 +57,11 @@ TEST(AlgoOverride, BadRulesNameTheProblem) {
   st = parseAlgoOverride("broadcast:ring", &rules);
   EXPECT_FALSE(st.isOk()) << "broadcast has no ring";
   EXPECT_FALSE(parseAlgoOverride("a:b:c:d", &rules).isOk());
+  // Sizes no size_t holds (converting them was undefined behaviour): refused, not wrapped.
+  for (const char* huge : {"allreduce:1e30-inf:ring", "allreduce:nan-inf:ring", "allreduce:0-1e20:ring", "allreduce:0-17179869184G:ring"}) {
+    st = parseAlgoOverride(huge, &rules);
+    EXPECT_NE(st.message().find("bad size range"), std::string::npos) << huge << ": " << st.message();
+  }
 }
 
 TEST(AlgoOverride, TreeAndRhdCanBeForced) {

@@ -91,7 +91,8 @@ void SocketConnection::onHeader(Stream& s) {
   const MessageHeader& h = s.incoming;
   if (h.magic != kDataMagic) {
     s.receiving = false;
-    return fail(transportError(format("peer %d (%s) sent a malformed message header", peer_, remote_.c_str()), peer_));
+    return fail(transportError(format("peer %d (%s) sent a malformed message header (magic %#x, expected %#x)", peer_,
+                                      remote_.c_str(), h.magic, kDataMagic), peer_));
   }
   if (h.tag != r.tag || h.bytes != r.bytes) {
     s.receiving = false;

@@ -1,0 +1,48 @@
+#include "soak/process_resources.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace coll::soak {
+namespace {
+
+// Entries of a /proc directory, "." and ".." left out; -1 if it cannot be read.
+int countEntries(const char* path) {
+  DIR* dir = ::opendir(path);
+  if (!dir) return -1;
+  int n = 0;
+  while (const dirent* e = ::readdir(dir))
+    if (e->d_name[0] != '.') ++n;
+  ::closedir(dir);
+  return n;
+}
+
+int64_t residentBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return -1;
+  long long size = 0, resident = 0;
+  int read = std::fscanf(f, "%lld %lld", &size, &resident);
+  std::fclose(f);
+  return read == 2 ? resident * ::sysconf(_SC_PAGESIZE) : -1;
+}
+
+}  // namespace
+
+std::string ProcessResources::describe() const {
+  char text[96];
+  std::snprintf(text, sizeof text, "rss %.2f MiB, %d fds, %d threads", rss_bytes / 1048576.0, open_fds, threads);
+  return text;
+}
+
+ProcessResources sampleProcessResources() {
+  ProcessResources r;
+  r.rss_bytes = residentBytes();
+  // opendir holds one descriptor on /proc/self/fd while it lists it.
+  r.open_fds = countEntries("/proc/self/fd") - 1;
+  r.threads = countEntries("/proc/self/task");
+  return r;
+}
+
+}  // namespace coll::soak

@@ -1,0 +1,23 @@
+// What a long-running rank holds from the kernel: resident memory, open descriptors, threads.
+//
+// The soak run samples these after its warm-up and again at the end; growth means a leak
+// (buffers, connections, progress threads or timers that are never given back).
+// Linux only: everything is read from /proc/self.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace coll::soak {
+
+struct ProcessResources {
+  int64_t rss_bytes = 0;  // resident set (statm's second field), shared pages included
+  int open_fds = 0;       // entries of /proc/self/fd, less the one the count itself opens
+  int threads = 0;        // entries of /proc/self/task
+
+  std::string describe() const;  // "rss 23.4 MiB, 17 fds, 3 threads"
+};
+
+ProcessResources sampleProcessResources();
+
+}  // namespace coll::soak

@@ -1,0 +1,159 @@
+// The rank that serves the rendezvous store dies after start-up (rank 0, as under torchrun,
+// mpirun or Slurm without collrun). The store carries no data, so the others' collectives are
+// not affected until one involves the dead rank; then they must fail as for any dead peer,
+// within 2 x COLL_TIMEOUT, naming it, although the ledger exchange that explains failures
+// cannot reach the store any more. Destroying their communicators must still return promptly
+// (the ledger responder's parked GET lost its store) and give back every descriptor and thread.
+// A shrink without the store host cannot rendezvous: it must time out, not hang.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "fault/process_counts.h"
+#include "multirank/rank_runner.h"
+
+namespace coll::test {
+namespace {
+
+constexpr int kTimeoutSeconds = 5;
+constexpr int kRanks = 4;
+constexpr int kStoreHost = 0;
+constexpr int kPhaseFailed = 2;
+constexpr int kFlagDestroyedPromptly = 1;
+
+const bool kEnvSet = [] {
+  ::setenv("COLL_TIMEOUT", "5", 1);
+  return true;
+}();
+
+// A loopback port free now (the store host binds it again right after; a race with another
+// process taking it in between would fail the init visibly, not silently).
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+void allreduceUntilFailure(Communicator& comm, Rank& self) {
+  std::vector<float> buf(64 << 10, 1.0f);
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    try {
+      comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, ReduceOp::sum).wait();
+      self.slot->progress++;
+    } catch (const Error& e) {
+      recordError(e);
+      break;
+    }
+    RANK_CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60), "no op failed within 60 s");
+  }
+  self.slot->phase = kPhaseFailed;
+}
+
+struct KillRun {
+  std::vector<RankOutcome> outcomes;
+  int64_t kill_ns = 0;
+};
+
+// 4 ranks, rank 0 serving the store, all-reduce until rank 0 is SIGKILLed (after 3 ops); each
+// survivor then runs after_failure on its failed communicator, destroys it and checks that it
+// holds the descriptors and threads it had before.
+KillRun killStoreHost(const std::function<void(Communicator&, Rank&)>& after_failure) {
+  const std::string address = "127.0.0.1:" + std::to_string(freePort());
+  KillRun run;
+  RunOptions options;
+  options.deadline = std::chrono::seconds(60);
+  options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
+    auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto progressed = [&] {
+      for (int r = 0; r < kRanks; ++r) if (slots[r].progress.load() < 3) return false;
+      return true;
+    };
+    while (!progressed() && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!progressed()) return;
+    run.kill_ns = nowNs();
+    ::kill(pids[kStoreHost], SIGKILL);
+  };
+  run.outcomes = runProcesses(kRanks, [&](Rank& self, const std::string&, const std::string& secret) {
+    int fds_before = countOpenFds(), threads_before = countThreads();
+    {
+      CommOptions o;
+      o.rank = self.rank;
+      o.size = self.size;
+      o.store_address = address;
+      o.host_store = self.rank == kStoreHost;
+      o.secret = secret;
+      auto comm = Communicator::create(o);
+      allreduceUntilFailure(*comm, self);
+      after_failure(*comm, self);
+      int64_t destroy_start = nowNs();
+      comm.reset();
+      if (nowNs() - destroy_start < int64_t(kTimeoutSeconds) * 1'000'000'000) self.slot->flags |= kFlagDestroyedPromptly;
+    }
+    RANK_CHECK(countOpenFds() == fds_before, "descriptors: %d before the communicator, %d after", fds_before, countOpenFds());
+    RANK_CHECK(countThreads() == threads_before, "threads: %d before, %d after", threads_before, countThreads());
+  }, options);
+  return run;
+}
+
+TEST(StoreHost, KilledAfterStartUpSurvivorsFailNamingIt) {
+  KillRun run = killStoreHost([](Communicator&, Rank&) {});
+  ASSERT_NE(run.kill_ns, 0) << "the ranks never completed 3 all-reduces";
+  EXPECT_EQ(run.outcomes[kStoreHost].signal, SIGKILL) << run.outcomes[kStoreHost].describe();
+  for (const RankOutcome& o : run.outcomes) {
+    if (o.rank == kStoreHost) continue;
+    SCOPED_TRACE(o.describe());
+    EXPECT_TRUE(o.exited && o.exit_code == 0);
+    auto code = static_cast<ErrorCode>(o.error_code);
+    EXPECT_TRUE(code == ErrorCode::PeerLost || code == ErrorCode::Timeout) << codeName(code);
+    double seconds = (o.error_time_ns - run.kill_ns) / 1e9;
+    EXPECT_GT(seconds, 0);
+    EXPECT_LT(seconds, 2.0 * kTimeoutSeconds);
+    EXPECT_NE(o.message.find("allreduce #"), std::string::npos);
+    EXPECT_NE(o.message.find("peer 0"), std::string::npos) << "names the dead store host";
+    EXPECT_TRUE(o.flags & kFlagDestroyedPromptly) << "destroying the communicator took longer than COLL_TIMEOUT";
+    std::cout << "rank " << o.rank << " failed " << seconds << " s after the store host died: " << o.message << "\n";
+  }
+}
+
+// Shrinking needs the rendezvous store: without its host the survivors cannot rendezvous, and
+// shrink fails with Timeout within COLL_TIMEOUT (plus slack), naming the store, never hangs.
+TEST(StoreHost, ShrinkWithoutTheStoreHostTimesOut) {
+  KillRun run = killStoreHost([](Communicator& comm, Rank& self) {
+    auto start = std::chrono::steady_clock::now();
+    try {
+      comm.shrink({kStoreHost});
+      RANK_CHECK(false, "shrink succeeded without a store");
+    } catch (const Error& e) {
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      RANK_CHECK(e.code() == ErrorCode::Timeout || e.code() == ErrorCode::PeerLost, "%s: %s", codeName(e.code()), e.what());
+      RANK_CHECK(seconds < kTimeoutSeconds + 2, "shrink took %.1f s", seconds);
+      RANK_CHECK(std::strstr(e.what(), "store") != nullptr, "does not name the store: %s", e.what());
+      std::printf("rank %d: shrink failed after %.2f s (%s): %s\n", self.rank, seconds, codeName(e.code()), e.what());
+    }
+  });
+  ASSERT_NE(run.kill_ns, 0);
+  for (const RankOutcome& o : run.outcomes) {
+    if (o.rank == kStoreHost) continue;
+    EXPECT_TRUE(o.exited && o.exit_code == 0) << o.describe();
+  }
+}
+
+}  // namespace
+}  // namespace coll::test
