@@ -23,6 +23,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -37,6 +38,7 @@ NC_PREFIX, NC_SUBNET = "ncb", "10.214.19"  # this script's own cluster: no clash
 
 COLLECTIVES = ["all_reduce", "broadcast", "all_gather", "reduce_scatter"]
 SYSTEMS = ["coll", "openmpi", "mpich", "gloo"]
+COLORS = {"coll": "tab:red", "openmpi": "tab:blue", "mpich": "tab:green", "gloo": "tab:orange"}
 MPI_OP = {"all_reduce": "allreduce", "broadcast": "broadcast", "all_gather": "allgather",
           "reduce_scatter": "reduce_scatter"}
 LOCAL_SIZES = [8, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
@@ -471,11 +473,13 @@ def plot(path, scn, collective, systems, rows, limit, load):
     for s in systems:
         pts = [(r["size"], r["busbw"][s]) for r in rows if r["busbw"][s]]
         if pts:
-            ax.plot(*zip(*pts), marker="o", label=s, linewidth=2.5 if s == "coll" else 1.5)
+            ax.plot(*zip(*pts), marker="o", label=s, color=COLORS[s], linewidth=2.5 if s == "coll" else 1.5)
     if limit:
         ax.axhline(limit, color="black", linestyle="--", linewidth=1,
                    label=f"{scn.limit_label} {limit:.3g} GB/s")
     ax.set_xscale("log", base=2)
+    ax.set_xticks([r["size"] for r in rows], [human_size(r["size"]) for r in rows])
+    ax.minorticks_off()
     ax.set_yscale("log")
     ax.set_xlabel("size (bytes, nccl-tests' definition)")
     ax.set_ylabel("busbw (GB/s, median)")
@@ -552,9 +556,9 @@ def parse_args():
     p.add_argument("--systems", default=",".join(SYSTEMS), help="a subset, for quick looks")
     p.add_argument("--sizes", help="comma-separated bytes (default 8,64K,1M,16M,64M)")
     p.add_argument("--net-256m", action="store_true", help="add 256 MiB on netcluster (seconds per op)")
-    p.add_argument("--budget", type=int, default=128 << 20,
+    p.add_argument("--budget", type=int, default=64 << 20,
                    help="bytes per measurement: iterations = budget / size, at least 3")
-    p.add_argument("--max-iters", type=int, default=200)
+    p.add_argument("--max-iters", type=int, default=100)
     p.add_argument("--timeout", type=int, default=300, help="seconds per launch")
     p.add_argument("--build", default=str(ROOT / "build"))
     p.add_argument("--out", default=str(ROOT / "build/compare"))
@@ -585,8 +589,17 @@ def main():
         print(line, file=sys.stderr, flush=True)
         print(line, file=progress, flush=True)
 
+    # SIGTERM (a timeout, a kill) unwinds like Ctrl-C, so run_scenario's finally takes the
+    # cluster down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    failed = 0
     for spec in scenarios_from(args):
-        print(run_scenario(args, spec, out, log), flush=True)
+        try:
+            print(run_scenario(args, spec, out, log), flush=True)
+        except (subprocess.SubprocessError, OSError) as e:  # one scenario's failure spares the rest
+            log(f"scenario {spec} failed: {e}")
+            failed += 1
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
