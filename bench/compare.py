@@ -24,6 +24,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -120,7 +121,8 @@ def json_rows(path):
 def finish(proc_out, rc, rows, what):
     if rc != 0:
         tail = "\n".join(proc_out.splitlines()[-15:])
-        return Outcome(rows, f"{what}: exit {rc}\n{tail}")
+        port_taken = " (Address already in use)" if "Address already in use" in proc_out else ""
+        return Outcome(rows, f"{what}: exit {rc}{port_taken}\n{tail}")
     if not rows and "# unsupported" in proc_out:
         return Outcome([], "unsupported")
     if not rows:
@@ -150,7 +152,7 @@ class Scenario:
         self.args, self.n = args, ranks
         self.build = Path(args.build)
         self.work = Path(tempfile.mkdtemp(prefix="coll-compare."))
-        self.port = random.randint(31000, 39000)
+        self.port = random.randint(20000, 30000)  # netcluster: each host's own namespace
 
     def next_port(self):
         self.port += 1
@@ -198,6 +200,12 @@ class Scenario:
         return finish(text, rc, table_rows(text), f"gloo {collective}")
 
     def run(self, system, collective, steps, timeout):
+        outcome = self.run_once(system, collective, steps, timeout)
+        if outcome.error and "Address already in use" in outcome.error:
+            outcome = self.run_once(system, collective, steps, timeout)  # a port race, not the system
+        return outcome
+
+    def run_once(self, system, collective, steps, timeout):
         if system == "coll":
             return self.run_coll(collective, steps, timeout)
         if system == "gloo":
@@ -232,7 +240,7 @@ class LocalScenario(Scenario):
         return run_cmd(launcher + ["-n", str(self.n)] + args, timeout)
 
     def launch_ranks(self, args, timeout, extra_env):
-        port = self.next_port()
+        port = free_port()
         procs = [self.spawn(args, rank, port, extra_env) for rank in range(self.n)]
         return collect(procs, timeout)
 
@@ -252,16 +260,24 @@ class LocalScenario(Scenario):
     limit_label = "memcpy (best of 1 and 2 threads)"
 
 
+def free_port():
+    """A port no socket on this host holds now: the kernel's choice, released for rank 0's
+    store to take (a fixed range would collide with other jobs' and ephemeral ports)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def collect(procs, timeout):
-    """Waits for every rank (killing all at the deadline); rank 0's output, or every rank's
-    on failure."""
+    """Waits for every rank; the first rank to fail, or the deadline, ends them all (a rank
+    whose peer died would otherwise wait out torch's or coll's own long timeouts). Returns
+    rank 0's output, or every rank's on failure."""
     deadline, rc = time.monotonic() + timeout, 0
-    for p, _ in procs:
-        try:
-            rc = p.wait(max(1, deadline - time.monotonic())) or rc
-        except subprocess.TimeoutExpired:
+    while rc == 0 and any(p.poll() is None for p, _ in procs):
+        if time.monotonic() > deadline:
             rc = 124
-            break
+        time.sleep(0.05)
+        rc = rc or next((p.returncode for p, _ in procs if p.returncode), 0)
     for p, _ in procs:
         if p.poll() is None:
             os.killpg(p.pid, 9)
