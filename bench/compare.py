@@ -523,15 +523,43 @@ def report(scn, m, systems, collectives, out, rounds):
     write_raw_csv(out / f"{scn.name}.csv", m)
     text = "\n\n".join(texts) + "\n"
     (out / f"{scn.name}.txt").write_text(text)
-    errors = "\n".join(f"{c} {s}: {e}" for (c, s), errs in sorted(m.errors.items()) for e in errs)
+    errors = "\n".join(f"{c} {s}: {e}" for (c, s), errs in sorted(m.errors.items()) for e in errs
+                       if not e.endswith("unsupported"))
     if errors:
         (out / f"{scn.name}.errors.txt").write_text(errors + "\n")
     return text
 
 
+def headline(out):
+    """Markdown: per scenario and collective, coll against the best peer at the smallest size
+    (time, lower is better) and the largest (busbw), from the <scenario>_<collective>.csv files."""
+    lines = ["| scenario | collective | smallest: coll time | best peer | coll/peer busbw "
+             "| largest: coll busbw | best peer | coll/peer busbw |", "|---|---|---|---|---|---|---|---|"]
+    names = [f"{s}_{c}" for s in ("local2", "local4", "net4x1", "net2x2") for c in COLLECTIVES]
+    for name in names:
+        path = out / f"{name}.csv"
+        if not path.exists():
+            continue
+        rows = list(csv.DictReader(open(path)))
+        small, large = rows[0], rows[-1]
+        scenario, collective = name.split("_", 1)
+        lines.append(f"| {scenario} | {collective} | {headline_cells(small, 'time_us', ' us')} "
+                     f"| {headline_cells(large, 'busbw_gbs', ' GB/s')} |")
+    return "\n".join(lines) + "\n"
+
+
+def headline_cells(row, measure, unit):
+    best = row["best_peer"]
+    mine = row[f"coll_{measure}"]
+    peer = row[f"{best}_{measure}"] if best else "-"
+    return f"{human_size(int(row['size_bytes']))}: {mine}{unit} | {best or '-'} {peer}{unit} | {row['coll_over_best_peer']}"
+
+
 # ---------------------------------------------------------------- main
 
 def scenarios_from(args):
+    if args.headline:
+        return []
     if args.all:
         return [("local", 2), ("local", 4), ("net", 4, 1), ("net", 2, 2)]
     if args.local:
@@ -578,6 +606,8 @@ def parse_args():
     p.add_argument("--timeout", type=int, default=300, help="seconds per launch")
     p.add_argument("--build", default=str(ROOT / "build"))
     p.add_argument("--out", default=str(ROOT / "build/compare"))
+    p.add_argument("--headline", action="store_true",
+                   help="only print the markdown summary of the CSVs already under --out")
     args = p.parse_args()
     args.collectives = [c for c in args.collectives.split(",") if c]
     args.systems = [s for s in args.systems.split(",") if s]
@@ -615,6 +645,8 @@ def main():
         except (subprocess.SubprocessError, OSError) as e:  # one scenario's failure spares the rest
             log(f"scenario {spec} failed: {e}")
             failed += 1
+    (out / "headline.md").write_text(headline(out))
+    print(headline(out))
     sys.exit(1 if failed else 0)
 
 
