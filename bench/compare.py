@@ -247,8 +247,7 @@ class LocalScenario(Scenario):
     def spawn(self, args, rank, port, extra_env):
         env = dict(self.rank_env(rank, port, "127.0.0.1"), **extra_env)
         log = open(self.work / f"rank{rank}.log", "w+")
-        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True), log
+        return start(args, log, env), log
 
     def limit(self):
         """memcpy bandwidth with 2 threads (this machine's cores), GB/s: what all ranks on
@@ -258,6 +257,26 @@ class LocalScenario(Scenario):
         return max(float(gbs) for _, gbs in found) if rc == 0 and found else None
 
     limit_label = "memcpy (best of 1 and 2 threads)"
+
+    def ceiling(self, limit):
+        return None  # in-cache sizes legitimately beat memcpy of 64 MiB
+
+
+LIVE = set()  # rank processes in flight (each in its own session): killed if we are
+
+
+def start(args, log, env):
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    LIVE.add(proc)
+    return proc
+
+
+def kill_live():
+    for proc in list(LIVE):
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+    LIVE.clear()
 
 
 def free_port():
@@ -282,6 +301,7 @@ def collect(procs, timeout):
         if p.poll() is None:
             os.killpg(p.pid, 9)
             p.wait()
+        LIVE.discard(p)
     texts = []
     for p, log in procs:
         log.seek(0)
@@ -308,6 +328,12 @@ class NetclusterScenario(Scenario):
             f'exec {NETCLUSTER} rsh {NC_PREFIX}$(( ${{h##*.}} - 1 )) "$@"\n')
         self.agent.chmod(0o755)
 
+    def available(self, system):
+        """MPICH only on request: Debian's is ch4:ucx, whose shared memory joins the simulated
+        hosts unless forced to TCP, and forced to TCP its 16 MiB all-reduce did not finish in
+        100 s here."""
+        return super().available(system) and (system != "mpich" or self.args.net_mpich)
+
     def up(self):
         subprocess.run([str(NETCLUSTER), "up", str(self.hosts), "--rate", self.rate, "--prefix", NC_PREFIX,
                         "--subnet", NC_SUBNET], check=True, stdout=subprocess.DEVNULL, timeout=120)
@@ -329,9 +355,7 @@ class NetclusterScenario(Scenario):
             env = dict(self.rank_env(rank, port, self.addr(0)), LOCAL_RANK=str(rank % self.per_host),
                        **extra_env)
             log = open(self.work / f"rank{rank}.log", "w+")
-            procs.append((subprocess.Popen(self.in_host(rank // self.per_host) + args, stdout=log,
-                                           stderr=subprocess.STDOUT, env=env, start_new_session=True),
-                          log))
+            procs.append((start(self.in_host(rank // self.per_host) + args, log, env), log))
         return collect(procs, timeout)
 
     def launch_coll(self, args, timeout):
@@ -341,14 +365,19 @@ class NetclusterScenario(Scenario):
         if system == "openmpi":
             hostfile = self.work / "hosts.openmpi"
             hostfile.write_text("".join(f"{self.addr(h)} slots={self.per_host}\n" for h in range(self.hosts)))
+            # ob1 over TCP between hosts and vader inside one; never UCX (see MPICH below)
             launcher = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+                        "--mca", "pml", "ob1",
                         "-n", str(self.n), "--hostfile", str(hostfile), "--mca", "plm_rsh_agent",
                         str(self.agent), "--mca", "btl", "tcp,self,vader", "--mca", "btl_tcp_if_include",
                         "eth0", "--mca", "oob_tcp_if_include", "eth0"]
         else:
             hosts = ",".join(f"{self.addr(h)}:{self.per_host}" for h in range(self.hosts))
+            # ch4:ucx; UCX's shared memory keys on boot-id and would join the namespaces
+            # (netcluster's notes): TCP on eth0 between hosts (MPICH's own shm stays within one).
             launcher = ["mpirun.mpich", "-launcher", "ssh", "-launcher-exec", str(self.agent),
-                        "-hosts", hosts, "-iface", "eth0", "-n", str(self.n)]
+                        "-hosts", hosts, "-iface", "eth0", "-genv", "UCX_TLS", "tcp,self",
+                        "-genv", "UCX_NET_DEVICES", "eth0", "-n", str(self.n)]
         return run_cmd(self.in_host(0) + launcher + args, timeout)
 
     def limit(self):
@@ -357,6 +386,11 @@ class NetclusterScenario(Scenario):
         return float(m[1]) * {"k": 1e3, "m": 1e6, "g": 1e9}[m[2]] / 8e9 if m else None
 
     limit_label = "link rate"
+
+    def ceiling(self, limit):
+        """The most busbw any algorithm can reach (5 % for measurement noise): the link rate,
+        1.5 x with 2 or more ranks per host (each host's data crosses its link once)."""
+        return limit and limit * (1.5 if self.per_host > 1 else 1.0) * 1.05
 
 
 # ---------------------------------------------------------------- measuring
@@ -455,6 +489,11 @@ def table_text(scn, m, collective, systems, rows):
     small = rows[0]
     lines.append(f"{'time, us':>10} " + " ".join(f"{cell(small['time_us'][s]):>10}" for s in systems)
                  + f"   (at {human_size(small['size'])})")
+    ceiling = scn.ceiling(statistics.median(m.limits) if m.limits else None)
+    for s in systems:
+        over = [human_size(r["size"]) for r in rows if ceiling and (r["busbw"][s] or 0) > ceiling]
+        if over:
+            lines.append(f"# {s}: above what the links allow at {', '.join(over)}: not over the network?")
     for (coll_name, system), errs in sorted(m.errors.items()):
         if coll_name == collective and unsupported(m, collective, system):
             lines.append(f"# {system}: n/a, the backend has no {collective}")
@@ -583,6 +622,7 @@ def run_scenario(args, spec, out, log):
         m, systems = measure(scn, args.collectives, args.rounds, log)
         return report(scn, m, systems, args.collectives, out, args.rounds)
     finally:
+        kill_live()
         if isinstance(scn, NetclusterScenario):
             scn.down()
         scn.close()
@@ -599,6 +639,7 @@ def parse_args():
     p.add_argument("--collectives", default=",".join(COLLECTIVES))
     p.add_argument("--systems", default=",".join(SYSTEMS), help="a subset, for quick looks")
     p.add_argument("--sizes", help="comma-separated bytes (default 8,64K,1M,16M,64M)")
+    p.add_argument("--net-mpich", action="store_true", help="MPICH on netcluster too (UCX over TCP)")
     p.add_argument("--net-256m", action="store_true", help="add 256 MiB on netcluster (seconds per op)")
     p.add_argument("--budget", type=int, default=64 << 20,
                    help="bytes per measurement: iterations = budget / size, at least 3")
