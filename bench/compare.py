@@ -533,7 +533,7 @@ def plot(path, scn, collective, systems, rows, limit, load):
         ax.axhline(limit, color="black", linestyle="--", linewidth=1,
                    label=f"{scn.limit_label} {limit:.3g} GB/s")
     ax.set_xscale("log", base=2)
-    ax.set_xticks([r["size"] for r in rows], [human_size(r["size"]) for r in rows])
+    ax.set_xticks([r["size"] for r in rows], [human_size(r["size"]) for r in rows], rotation=30)
     ax.minorticks_off()
     ax.set_yscale("log")
     ax.set_xlabel("size (bytes, nccl-tests' definition)")
@@ -594,10 +594,43 @@ def headline_cells(row, measure, unit):
     return f"{human_size(int(row['size_bytes']))}: {mine}{unit} | {best or '-'} {peer}{unit} | {row['coll_over_best_peer']}"
 
 
+def replot(out):
+    """Redraws every <scenario>_<collective>.png from its medians CSV and the limit and load
+    in <scenario>.txt's header (a figure's look can change without measuring again)."""
+    for table in sorted(out.glob("*.txt")):
+        header = table.read_text().splitlines()[0]
+        load = float(re.search(r"median ([0-9.]+)\)", header)[1])
+        limit_text = re.search(r": ([0-9.e+-]+|-) GB/s$", header)[1]
+        limit = None if limit_text == "-" else float(limit_text)
+        scn = ReplotScenario(table.stem, header)
+        for collective in COLLECTIVES:
+            path = out / f"{table.stem}_{collective}.csv"
+            if path.exists():
+                systems, rows = rows_from_csv(path)
+                plot(out / f"{table.stem}_{collective}.png", scn, collective, systems, rows, limit, load)
+
+
+class ReplotScenario:
+    def __init__(self, name, header):
+        self.name = name
+        self.title = header[2:].split(";")[0]
+        self.limit_label = "link rate" if name.startswith("net") else "memcpy (best of 1 and 2 threads)"
+
+
+def rows_from_csv(path):
+    """A medians CSV back into summary rows."""
+    records = list(csv.DictReader(open(path)))
+    systems = [k[: -len("_busbw_gbs")] for k in records[0] if k.endswith("_busbw_gbs")]
+    number = lambda v: None if v in ("", "-") else float(v)
+    rows = [{"size": int(r["size_bytes"]), "busbw": {s: number(r[f"{s}_busbw_gbs"]) for s in systems}}
+            for r in records]
+    return systems, rows
+
+
 # ---------------------------------------------------------------- main
 
 def scenarios_from(args):
-    if args.headline:
+    if args.headline or args.replot:
         return []
     if args.all:
         return [("local", 2), ("local", 4), ("net", 4, 1), ("net", 2, 2)]
@@ -647,6 +680,8 @@ def parse_args():
     p.add_argument("--timeout", type=int, default=300, help="seconds per launch")
     p.add_argument("--build", default=str(ROOT / "build"))
     p.add_argument("--out", default=str(ROOT / "build/compare"))
+    p.add_argument("--replot", action="store_true",
+                   help="only redraw the PNGs from the CSVs and tables already under --out")
     p.add_argument("--headline", action="store_true",
                    help="only print the markdown summary of the CSVs already under --out")
     args = p.parse_args()
@@ -679,6 +714,9 @@ def main():
     # SIGTERM (a timeout, a kill) unwinds like Ctrl-C, so run_scenario's finally takes the
     # cluster down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.replot:
+        replot(out)
+        return
     failed = 0
     for spec in scenarios_from(args):
         try:
