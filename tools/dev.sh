@@ -20,7 +20,7 @@ done
 packages=(build-essential cmake ninja-build pkg-config libboost-dev libgtest-dev libgmock-dev
           libbenchmark-dev openmpi-bin libopenmpi-dev mpich python3-torch libtorch-dev python3-numpy python3-pytest
           pybind11-dev iperf3 libucx-dev libibverbs-dev
-          iproute2 procps
+          iproute2 procps python3-matplotlib
           zlib1g-dev python3-sklearn)  # the trainer reads sklearn's digits.csv.gz with zlib
 
 install_missing() {

@@ -1,23 +1,127 @@
-/* MPI_Allreduce / MPI_Bcast timings in nccl-tests' table format, for side-by-side runs with
- * coll's benches. Build with the MPI's own wrapper (mpicc.openmpi or mpicc.mpich).
- * usage: mpi_perf [allreduce|broadcast] MINBYTES MAXBYTES FACTOR ITERS WARMUP */
+/* MPI_Allreduce / MPI_Bcast / MPI_Allgather / MPI_Reduce_scatter_block timings in nccl-tests'
+ * table format, for side-by-side runs with coll's benches. Build with the MPI's own wrapper
+ * (mpicc.openmpi or mpicc.mpich).
+ *
+ * usage: mpi_perf OP MINBYTES MAXBYTES FACTOR ITERS WARMUP [CHECK]
+ *        mpi_perf OP --plan SIZE:ITERS:WARMUP[,SIZE:ITERS:WARMUP...] [CHECK]
+ * OP: allreduce | broadcast | allgather | reduce_scatter (float32, sum, root 0).
+ * SIZE is nccl-tests' size: the whole buffer (all-gather's output, reduce-scatter's input).
+ * The plan form gives each size its own iteration count, so one launch can cover 8 B and
+ * 64 MiB without thousands of 64 MiB ops. CHECK=1 runs each op once more on fresh data and
+ * counts wrong elements (the #wrong column, summed over ranks), as nccl-tests -c 1 does. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static double time_op(int is_bcast, float* in, float* out, int count, int iters) {
+enum Op { ALLREDUCE, BROADCAST, ALLGATHER, REDUCE_SCATTER };
+
+typedef struct {
+  long size;
+  int iters, warmup;
+} Step;
+
+static enum Op parse_op(const char* name) {
+  if (strcmp(name, "broadcast") == 0) return BROADCAST;
+  if (strcmp(name, "allgather") == 0) return ALLGATHER;
+  if (strcmp(name, "reduce_scatter") == 0) return REDUCE_SCATTER;
+  if (strcmp(name, "allreduce") == 0) return ALLREDUCE;
+  fprintf(stderr, "mpi_perf: unknown op %s\n", name);
+  exit(2);
+}
+
+/* nccl-tests' bus bandwidth factors: what each rank's link must carry per algbw byte. */
+static double bus_factor(enum Op op, int n) {
+  if (op == ALLREDUCE) return 2.0 * (n - 1) / n;
+  if (op == BROADCAST) return 1.0;
+  return (double)(n - 1) / n;
+}
+
+/* Elements each rank sends (per_rank: elements of one rank's chunk). */
+static long send_count(enum Op op, long per_rank, int n) {
+  return op == REDUCE_SCATTER ? per_rank * n : per_rank;
+}
+
+static long recv_count(enum Op op, long per_rank, int n) {
+  return op == ALLGATHER ? per_rank * n : per_rank;
+}
+
+/* Elements per rank chunk for a whole-buffer size (all-reduce/broadcast: one chunk). */
+static long chunk_elements(enum Op op, long size, int n) {
+  long total = size / 4 > 0 ? size / 4 : 1;
+  if (op == ALLGATHER || op == REDUCE_SCATTER) return total / n > 0 ? total / n : 1;
+  return total;
+}
+
+static void run_once(enum Op op, float* in, float* out, long per_rank) {
+  int count = (int)per_rank;
+  switch (op) {
+    case ALLREDUCE: MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case BROADCAST: MPI_Bcast(out, count, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
+    case ALLGATHER: MPI_Allgather(in, count, MPI_FLOAT, out, count, MPI_FLOAT, MPI_COMM_WORLD); break;
+    case REDUCE_SCATTER:
+      MPI_Reduce_scatter_block(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      break;
+  }
+}
+
+static double time_op(enum Op op, float* in, float* out, long per_rank, int iters) {
   MPI_Barrier(MPI_COMM_WORLD);
   double start = MPI_Wtime();
-  for (int i = 0; i < iters; ++i) {
-    if (is_bcast) MPI_Bcast(out, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    else MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  }
-  double mine = (MPI_Wtime() - start) / iters, sum = 0;
+  for (int i = 0; i < iters; ++i) run_once(op, in, out, per_rank);
+  double mine = (MPI_Wtime() - start) / (iters > 0 ? iters : 1), sum = 0;
   MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   int n;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   return sum / n; /* mean over ranks, like nccl-tests -a 1 */
+}
+
+/* Small integers, so float sums over any rank count stay exact. */
+static float pattern(int rank, long i) { return (float)((rank + 1) * (int)(i % 13 + 1)); }
+
+static float expected(enum Op op, int rank, int n, long per_rank, long i) {
+  float ranks_sum = (float)(n * (n + 1) / 2);
+  switch (op) {
+    case ALLREDUCE: return ranks_sum * (float)(i % 13 + 1);
+    case BROADCAST: return pattern(0, i);
+    case ALLGATHER: return pattern((int)(i / per_rank), i % per_rank);
+    case REDUCE_SCATTER: return ranks_sum * (float)((rank * per_rank + i) % 13 + 1);
+  }
+  return 0;
+}
+
+/* One op on freshly written data; returns wrong elements summed over ranks. */
+static long check_op(enum Op op, float* in, float* out, long per_rank, int rank, int n) {
+  long sends = send_count(op, per_rank, n), recvs = recv_count(op, per_rank, n);
+  for (long i = 0; i < sends; ++i) in[i] = pattern(rank, i);
+  for (long i = 0; i < recvs; ++i) out[i] = op == BROADCAST && rank == 0 ? pattern(0, i) : -1.0f;
+  run_once(op, in, out, per_rank);
+  long wrong = 0, total = 0;
+  for (long i = 0; i < recvs; ++i) wrong += out[i] != expected(op, rank, n, per_rank, i);
+  MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  return total;
+}
+
+/* "SIZE:ITERS:WARMUP,..." -> steps; returns how many. */
+static int parse_plan(char* text, Step* steps, int max_steps) {
+  int count = 0;
+  for (char* item = strtok(text, ","); item && count < max_steps; item = strtok(NULL, ",")) {
+    Step s = {0, 1, 0};
+    if (sscanf(item, "%ld:%d:%d", &s.size, &s.iters, &s.warmup) < 1) return -1;
+    steps[count++] = s;
+  }
+  return count;
+}
+
+static int geometric_plan(char** argv, int argc, Step* steps, int max_steps) {
+  long lo = argc > 2 ? atol(argv[2]) : 8, hi = argc > 3 ? atol(argv[3]) : 1 << 20;
+  int factor = argc > 4 ? atoi(argv[4]) : 2, iters = argc > 5 ? atoi(argv[5]) : 20;
+  int warmup = argc > 6 ? atoi(argv[6]) : 2, count = 0;
+  for (long size = lo; size <= hi && count < max_steps; size *= factor) {
+    steps[count++] = (Step){size, iters, warmup};
+    if (factor <= 1) break;
+  }
+  return count;
 }
 
 int main(int argc, char** argv) {
@@ -25,25 +129,42 @@ int main(int argc, char** argv) {
   int rank, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  int is_bcast = argc > 1 && strcmp(argv[1], "broadcast") == 0;
-  long lo = argc > 2 ? atol(argv[2]) : 8, hi = argc > 3 ? atol(argv[3]) : 1 << 20;
-  int factor = argc > 4 ? atoi(argv[4]) : 2, iters = argc > 5 ? atoi(argv[5]) : 20;
-  int warmup = argc > 6 ? atoi(argv[6]) : 2;
-  float* in = calloc((size_t)hi / 4 + 1, 4);
-  float* out = calloc((size_t)hi / 4 + 1, 4);
-  double bus = is_bcast ? 1.0 : 2.0 * (n - 1) / n;
-  if (rank == 0) printf("# MPI %s, %d ranks\n#       size    time(us)   algbw   busbw\n", is_bcast ? "broadcast" : "allreduce", n);
-  for (long size = lo; size <= hi; size *= factor) {
-    int count = (int)(size / 4 > 0 ? size / 4 : 1);
-    time_op(is_bcast, in, out, count, warmup);
-    double secs = time_op(is_bcast, in, out, count, iters);
-    double algbw = size / secs / 1e9;
-    if (rank == 0) printf("%12ld %11.2f %7.3f %7.3f\n", size, secs * 1e6, algbw, algbw * bus);
+  enum Op op = parse_op(argc > 1 ? argv[1] : "allreduce");
+  Step steps[64];
+  int plan_form = argc > 3 && strcmp(argv[2], "--plan") == 0;
+  int nsteps = plan_form ? parse_plan(argv[3], steps, 64) : geometric_plan(argv, argc, steps, 64);
+  int check = plan_form ? (argc > 4 && atoi(argv[4])) : (argc > 7 && atoi(argv[7]));
+  if (nsteps < 1) {
+    if (rank == 0) fprintf(stderr, "mpi_perf: bad size plan\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  long biggest = 0;
+  for (int s = 0; s < nsteps; ++s) biggest = steps[s].size > biggest ? steps[s].size : biggest;
+  long elements = chunk_elements(op, biggest, n) * n + 1;
+  float* in = calloc((size_t)elements, 4);
+  float* out = calloc((size_t)elements, 4);
+  if (rank == 0)
+    printf("# MPI %s, %d ranks\n#       size    time(us)   algbw   busbw  #wrong\n", argv[1], n);
+  long failures = 0;
+  for (int s = 0; s < nsteps; ++s) {
+    long per_rank = chunk_elements(op, steps[s].size, n);
+    long bytes = 4 * (send_count(op, per_rank, n) > recv_count(op, per_rank, n)
+                          ? send_count(op, per_rank, n) : recv_count(op, per_rank, n));
+    time_op(op, in, out, per_rank, steps[s].warmup);
+    double secs = time_op(op, in, out, per_rank, steps[s].iters);
+    long wrong = check ? check_op(op, in, out, per_rank, rank, n) : -1;
+    failures += wrong > 0;
+    double algbw = bytes / secs / 1e9;
+    if (rank == 0) {
+      char wrong_text[24] = "N/A";
+      if (wrong >= 0) snprintf(wrong_text, sizeof wrong_text, "%ld", wrong);
+      printf("%12ld %11.2f %7.3f %7.3f %7s\n", bytes, secs * 1e6, algbw, algbw * bus_factor(op, n),
+             wrong_text);
+    }
     fflush(stdout);
-    if (factor <= 1) break;
   }
   free(in);
   free(out);
   MPI_Finalize();
-  return 0;
+  return failures ? 1 : 0;
 }
