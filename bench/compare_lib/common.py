@@ -1,0 +1,31 @@
+"""What every part of bench/compare.py shares: paths, systems, collectives, sizes."""
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+NETCLUSTER = Path(os.environ.get("NETCLUSTER", ROOT.parent / "shared/tools/netcluster"))
+NC_PREFIX, NC_SUBNET = "ncb", "10.214.19"  # this script's own cluster: no clash with others
+
+COLLECTIVES = ["all_reduce", "broadcast", "all_gather", "reduce_scatter"]
+SYSTEMS = ["coll", "openmpi", "mpich", "gloo"]
+COLORS = {"coll": "tab:red", "openmpi": "tab:blue", "mpich": "tab:green", "gloo": "tab:orange"}
+MPI_OP = {"all_reduce": "allreduce", "broadcast": "broadcast", "all_gather": "allgather",
+          "reduce_scatter": "reduce_scatter"}
+LOCAL_SIZES = [8, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
+NET_SIZES = LOCAL_SIZES
+
+
+def bus_factor(collective, n):
+    """nccl-tests' busbw / algbw: the bytes each rank's link carries per byte of the buffer."""
+    if collective == "all_reduce":
+        return 2 * (n - 1) / n
+    return 1.0 if collective == "broadcast" else (n - 1) / n
+
+
+def effective_size(collective, size, n):
+    """All-gather and reduce-scatter need at least one float per rank; sizes round down to
+    whole per-rank chunks, as nccl-tests' do."""
+    if collective in ("all_gather", "reduce_scatter"):
+        per_rank = max(1, size // 4 // n)
+        return per_rank * n * 4
+    return max(4, size // 4 * 4)
