@@ -99,9 +99,7 @@ def parse_args():
     unknown = set(args.collectives) - set(COLLECTIVES)
     if unknown:
         p.error(f"unknown collectives {sorted(unknown)}; known: {COLLECTIVES}")
-    if args.sizes:
-        global LOCAL_SIZES, NET_SIZES
-        LOCAL_SIZES = NET_SIZES = [parse_bytes(s) for s in args.sizes.split(",")]
+    args.size_list = [parse_bytes(s) for s in args.sizes.split(",")] if args.sizes else None
     return args
 
 

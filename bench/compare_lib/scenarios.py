@@ -186,7 +186,7 @@ class LocalScenario(Scenario):
         super().__init__(args, ranks)
         self.name = f"local{ranks}"
         self.title = f"one host, {ranks} ranks"
-        self.sizes = LOCAL_SIZES
+        self.sizes = args.size_list or LOCAL_SIZES
 
     def launch_coll(self, args, timeout):
         return run_cmd([str(self.build / "bin/collrun"), "-n", str(self.n)] + args, timeout)
@@ -277,7 +277,7 @@ class NetclusterScenario(Scenario):
         self.hosts, self.per_host, self.rate = hosts, per_host, rate
         self.name = f"net{hosts}x{per_host}"
         self.title = f"netcluster, {hosts} hosts x {per_host} rank(s), {rate} links"
-        self.sizes = NET_SIZES + ([256 << 20] if args.net_256m else [])
+        self.sizes = (args.size_list or NET_SIZES) + ([256 << 20] if args.net_256m else [])
         self.agent = self.work / "rsh"
         self.agent.write_text(
             "#!/bin/bash\n# mpirun's ssh: skip ssh-style flags, map the address to its host\n"
