@@ -59,18 +59,7 @@ bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds limi
 
 // All-reduces until one fails; records that error and its time.
 void survive(Communicator& comm, Rank& self) {
-  std::vector<float> buf(kCount, 1.0f);
-  auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    try {
-      comm.allreduce(buf.data(), buf.data(), kCount, DataType::f32, ReduceOp::sum).wait();
-      self.slot->progress++;
-    } catch (const Error& e) {
-      recordError(e);
-      break;
-    }
-    RANK_CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60), "no op failed within 60 s");
-  }
+  allreduceUntilFailure(comm, kCount, ReduceOp::sum);
   self.slot->phase = kPhaseFailed;
 }
 

@@ -23,20 +23,6 @@ const bool kEnvSet = [] {
   return true;
 }();
 
-void allreduceUntilFailure(Communicator& comm, Rank& self) {
-  std::vector<float> buf(256 << 10, 1.0f);
-  auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    try {
-      comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, ReduceOp::max).wait();
-      self.slot->progress++;
-    } catch (const Error& e) {
-      recordError(e);
-      return;
-    }
-    RANK_CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60), "no op failed within 60 s");
-  }
-}
 
 // The collectives the survivors run on the shrunk communicator, each checked.
 void carryOn(Communicator& comm, int old_rank) {
@@ -72,7 +58,7 @@ TEST(Shrink, SurvivorsOfAKilledRankCarryOnWithoutIt) {
     ::kill(pids[kVictim], SIGKILL);
   };
   auto outcomes = runRanks(kRanks, [](Communicator& comm, Rank& self) {
-    allreduceUntilFailure(comm, self);
+    allreduceUntilFailure(comm, 256 << 10, ReduceOp::max);
     auto start = std::chrono::steady_clock::now();
     std::unique_ptr<Communicator> survivors = comm.shrink({kVictim});
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -50,19 +50,8 @@ int freePort() {
   return ntohs(a.sin_port);
 }
 
-void allreduceUntilFailure(Communicator& comm, Rank& self) {
-  std::vector<float> buf(64 << 10, 1.0f);
-  auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    try {
-      comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, ReduceOp::sum).wait();
-      self.slot->progress++;
-    } catch (const Error& e) {
-      recordError(e);
-      break;
-    }
-    RANK_CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60), "no op failed within 60 s");
-  }
+void allreduceThenMarkFailed(Communicator& comm, Rank& self) {
+  coll::test::allreduceUntilFailure(comm, 64 << 10, ReduceOp::sum);
   self.slot->phase = kPhaseFailed;
 }
 
@@ -100,7 +89,7 @@ KillRun killStoreHost(const std::function<void(Communicator&, Rank&)>& after_fai
       o.host_store = self.rank == kStoreHost;
       o.secret = secret;
       auto comm = Communicator::create(o);
-      allreduceUntilFailure(*comm, self);
+      allreduceThenMarkFailed(*comm, self);
       after_failure(*comm, self);
       int64_t destroy_start = nowNs();
       comm.reset();

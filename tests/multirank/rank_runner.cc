@@ -13,6 +13,7 @@
 #include <memory>
 #include <new>
 #include <thread>
+#include <vector>
 
 #include "bootstrap/auth.h"
 #include "bootstrap/store.h"
@@ -117,6 +118,21 @@ void recordError(const Error& e) {
   g_self->slot->error_code = static_cast<int>(e.code());
   g_self->slot->error_time_ns = nowNs();
   copyMessage(g_self->slot, e.what());
+}
+
+void allreduceUntilFailure(Communicator& comm, size_t floats, ReduceOp op) {
+  std::vector<float> buf(floats, 1.0f);
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    try {
+      comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, op).wait();
+      if (g_self) g_self->slot->progress++;
+    } catch (const Error& e) {
+      recordError(e);
+      return;
+    }
+    RANK_CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60), "no op failed within 60 s");
+  }
 }
 
 std::string RankOutcome::describe() const {

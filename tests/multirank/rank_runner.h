@@ -88,6 +88,11 @@ bool expectAllSucceeded(const std::vector<RankOutcome>& outcomes);
 // Child-side: records an error (code, message, time now) in the calling rank's slot.
 void recordError(const Error& e);
 
+// Child-side, for fault tests: all-reduces `floats` elements in place, counting each success
+// in the slot's progress, until an op fails; records that error and returns. Fails the rank
+// if nothing failed within 60 s.
+void allreduceUntilFailure(Communicator& comm, size_t floats, ReduceOp op);
+
 int64_t nowNs();  // steady_clock, comparable across processes on Linux
 
 // The code's name ("PeerLost"): coll::toString(ErrorCode).
