@@ -12,7 +12,6 @@
 #include "core/executor.h"
 #include "core/log.h"
 #include "core/shrink.h"
-#include "core/spin_wait.h"
 #include "core/stall_report.h"
 #include "topology/autotune.h"
 #include "topology/topology_exchange.h"
@@ -58,6 +57,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   // without stranding a late rank.
   COLL_RETURN_IF_ERROR(impl->store_->barrier(impl->key_prefix_ + "init", impl->size_,
                                              transport::Clock::now() + config.timeout));
+  if (config.inline_ops) impl->link_->driver = impl.get();
   impl->thread_ = std::thread([p = impl.get()] { p->progressLoop(); });
   COLL_INFO("INIT", "rank %d of %d ready", impl->rank_, impl->size_);
   *out = std::move(impl);
@@ -158,6 +158,10 @@ Status CommunicatorImpl::connectNeighbours() {
 
 CommunicatorImpl::~CommunicatorImpl() {
   {
+    std::lock_guard<std::mutex> lock(link_->mu);  // waits for a thread driving ops inline
+    link_->driver = nullptr;
+  }
+  {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
@@ -185,6 +189,7 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   op.work = std::make_shared<detail::WorkState>();
   op.work->sequence = next_sequence_++;
   op.work->op_name = toString(op.kind);
+  op.work->link = link_;
   // Collectives are numbered per communicator; point-to-point per peer and direction, since
   // only the two ranks involved count it (pipeline stages issue different numbers of them) and
   // my n-th send to p meets p's n-th receive from me, whatever else either of us exchanged.
@@ -216,65 +221,8 @@ void CommunicatorImpl::groupEnd() {
   group.work = std::make_shared<detail::WorkState>();
   group.work->sequence = group.members->front().work->sequence;
   group.work->op_name = "group";
+  group.work->link = link_;
   push(std::move(group));
-}
-
-void CommunicatorImpl::push(OpRequest op) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) throw Error(ErrorCode::InvalidArgument, "communicator is being destroyed");
-    queue_.push_back(std::move(op));
-    queued_.fetch_add(1, std::memory_order_release);
-  }
-  queue_cv_.notify_one();
-}
-
-// A group's members finish with the group.
-void CommunicatorImpl::complete(OpRequest& op, const std::optional<Error>& error) {
-  if (op.members)
-    for (OpRequest& member : *op.members) member.work->complete(error);
-  op.work->complete(error);
-}
-
-void CommunicatorImpl::progressLoop() {
-  for (;;) {
-    OpRequest op;
-    std::optional<Error> failed;
-    spinUntil([&] { return queued_.load(std::memory_order_acquire) > 0; });
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      queue_cv_.wait(lock, [&] { return stopping_ || close_pending_ || !queue_.empty(); });
-      if (close_pending_) {
-        // The transport is the progress thread's: it closes the connections of an aborted
-        // transport inside progress(), so peers fail now rather than at their deadline.
-        close_pending_ = false;
-        lock.unlock();
-        std::vector<transport::Completion> ignored;
-        for (auto& t : transports_.owned) (void)t->progress(&ignored, transport::Clock::now());
-        continue;
-      }
-      if (queue_.empty()) return;
-      op = std::move(queue_.front());
-      queue_.pop_front();
-      queued_.fetch_sub(1, std::memory_order_relaxed);
-      failed = first_error_;
-    }
-    if (failed) {
-      complete(op, Error(failed->code(), opLabel(op, "") + ": communicator already failed: " + failed->what()));
-      continue;
-    }
-    std::string algorithm;
-    bool refused = false;
-    Status st = execute(op, &algorithm, &refused);
-    ledger_.completed(st.isOk());
-    if (st) {
-      complete(op, std::nullopt);
-    } else if (refused) {  // every rank refused it before data moved: the communicator is intact
-      complete(op, st.toError(opLabel(op, algorithm)));
-    } else {
-      onFailure(op, st.toError(opLabel(op, algorithm)));
-    }
-  }
 }
 
 // The first failure asks every rank where it is (the ledger) so the error can say who never

@@ -23,7 +23,7 @@
 
 namespace coll {
 
-class CommunicatorImpl {
+class CommunicatorImpl final : private detail::OpDriver {
  public:
   // inherited_store: a store server this communicator keeps alive though another made it
   // (a shrunk communicator shares its parent's: the parent may be destroyed first).
@@ -58,7 +58,12 @@ class CommunicatorImpl {
   Status connectNeighbours();
   Status initSelector(std::vector<topology::AlgoRule> rules);
   Status timedAllreduce(const algo::AlgorithmInfo& algorithm, size_t bytes, double* seconds);
+  // The progress thread and caller-driven progress (core/progress.cc).
   void progressLoop();
+  bool waitForWork(std::unique_lock<std::mutex>& lock);
+  bool driveUntilDone(const detail::WorkState& work) override;
+  bool runNext();
+  void runOp(OpRequest& op, const std::optional<Error>& failed);
   Status execute(const OpRequest& op, std::string* algorithm, bool* refused);
   Status beginOp(const OpRequest& issued, const std::string& algorithm, bool* refused);
   void onFailure(OpRequest& op, Error error);
@@ -83,18 +88,24 @@ class CommunicatorImpl {
   std::shared_ptr<bootstrap::StoreServer> store_server_;
   std::unique_ptr<bootstrap::StoreClient> store_;
   topology::HostGrouping hosts_;
-  std::unique_ptr<topology::Selector> selector_;  // progress thread only, after init
+  std::unique_ptr<topology::Selector> selector_;  // engine_mu_ holder only, after init
   transport::TransportSet transports_;
-  std::vector<char> scratch_;    // received slices awaiting reduction (progress thread)
+  std::vector<char> scratch_;    // received slices awaiting reduction (engine_mu_ holder)
   std::vector<char> workspace_;  // reductions whose result is not the user's buffer
   uint8_t barrier_byte_[1] = {0};
   Ledger ledger_;
   std::unique_ptr<LedgerResponder> responder_;  // answers peers' questions about ledger_
 
-  mutable std::mutex mu_;  // guards queue_, stopping_, first_error_, close_pending_
+  // Held by the thread running ops (the progress thread, or a waiter driving them inline):
+  // the transports, selector_, scratch_ and workspace_ are its alone. Taken before mu_.
+  std::mutex engine_mu_;
+  std::shared_ptr<detail::DriverLink> link_ = std::make_shared<detail::DriverLink>();
+  mutable std::mutex mu_;  // guards queue_, stopping_, first_error_, close_pending_, progress_cold_
   std::condition_variable queue_cv_;
   std::deque<OpRequest> queue_;
   std::atomic<size_t> queued_{0};  // queue_.size(), for the progress thread's spin
+  bool progress_cold_ = true;      // the progress thread sleeps until notified (else it polls)
+  std::chrono::steady_clock::time_point last_push_{};
   bool stopping_ = false;
   bool close_pending_ = false;  // fail() ran: the progress thread must close the connections
   std::optional<Error> first_error_;

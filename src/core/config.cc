@@ -109,6 +109,9 @@ Config Config::fromEnvironment() {
   readBytes("COLL_SHM_CMA_THRESHOLD", 0, 1ull << 40, &c.shm_cma_threshold);
   c.shm_cma_auto = env("COLL_SHM_CMA_THRESHOLD") == nullptr;
   readInt("COLL_SHM_SPIN", 0, 1'000'000, &c.shm_spin_us);
+  int inline_ops = 1;
+  readInt("COLL_INLINE", 0, 1, &inline_ops);
+  c.inline_ops = inline_ops == 1;
   int check = 0;
   readInt("COLL_CHECK", 0, 1, &check);
   c.check = check == 1;

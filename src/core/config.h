@@ -42,6 +42,9 @@ struct Config {
   // single copy spends one core where the slots spend two.
   bool shm_cma_auto = true;
   int shm_spin_us = 2;                         // COLL_SHM_SPIN: µs to poll before yielding, then sleeping
+  // COLL_INLINE=0: every op runs on the progress thread, even one a thread is waiting on
+  // (src/core/work_state.h explains caller-driven progress, the default).
+  bool inline_ops = true;
   // COLL_CHECK=1: every collective's call (op, dtype, count, root, algorithm) is compared
   // across ranks before data moves (src/core/call_check.h). Off: no cost at all.
   bool check = false;

@@ -1,5 +1,7 @@
 #include "core/executor.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -13,8 +15,12 @@ namespace {
 using algo::Step;
 using algo::StepKind;
 
-// How long one transport may block while another may also have work (see progress()).
+// How long one transport may block while another may also have work, where they cannot be
+// polled together (see progress()).
 constexpr auto kMixedWaitSlice = std::chrono::microseconds(200);
+// The longest single poll() on several transports: a transport notices a dead peer, or an
+// abort from another thread, between polls.
+constexpr auto kMixedPollSlice = std::chrono::milliseconds(20);
 
 class Executor {
  public:
@@ -61,16 +67,41 @@ class Executor {
   }
 
   // One transport: block in it until the deadline. Several (shm to some peers, sockets to
-  // others): poll all, then wait in each in turn for a short slice, so neither starves.
+  // others): poll all, then block on all at once in one poll() where each can be waited on by
+  // descriptor, else in each in turn for a short slice, so neither starves.
   Status progress(std::vector<transport::Completion>* out) {
     if (active_.empty()) return internalError("schedule waits for data but has no peers");
     if (active_.size() == 1) return active_[0]->progress(out, ctx_.deadline);
     for (transport::Transport* t : active_) COLL_RETURN_IF_ERROR(t->progress(out, transport::Clock::now()));
+    if (!out->empty()) return Status::ok();
+    if (blockOnAll()) {
+      for (transport::Transport* t : active_) COLL_RETURN_IF_ERROR(t->progress(out, transport::Clock::now()));
+      return Status::ok();
+    }
     for (transport::Transport* t : active_) {
       if (!out->empty()) break;
       COLL_RETURN_IF_ERROR(t->progress(out, std::min(ctx_.deadline, transport::Clock::now() + kMixedWaitSlice)));
     }
     return Status::ok();
+  }
+
+  // One poll() on every active transport's descriptors, at most kMixedPollSlice (transports
+  // check their peers' liveness between waits). False: some transport cannot be polled.
+  bool blockOnAll() {
+    fds_.clear();
+    for (transport::Transport* t : active_)
+      if (!t->pollFds(&fds_)) return false;
+    size_t armed = 0;
+    bool news = false;
+    for (; armed < active_.size() && !news; ++armed) news = !active_[armed]->armForPoll();
+    if (!news) {
+      auto wait = std::min<transport::Clock::duration>(ctx_.deadline - transport::Clock::now(), kMixedPollSlice);
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::max<transport::Clock::duration>(wait, {}));
+      timespec ts{static_cast<time_t>(ns.count() / 1'000'000'000), static_cast<long>(ns.count() % 1'000'000'000)};
+      ::ppoll(fds_.data(), fds_.size(), &ts, nullptr);
+    }
+    for (size_t i = 0; i < armed; ++i) active_[i]->disarmAfterPoll();
+    return true;
   }
 
   Queue& queueFor(const Step& step) {
@@ -187,6 +218,7 @@ class Executor {
   size_t finished_ = 0;
   std::map<int, Queue> queues_;
   std::vector<transport::Transport*> active_;  // transports this schedule's peers use
+  std::vector<pollfd> fds_;                    // blockOnAll()'s, kept to reuse the memory
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // scatter the per-rank receive count, all-to-all the count exchanged with each peer.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -34,6 +35,7 @@ struct OpRequest {
   uint64_t wire_sequence = 0;   // in the message tag: per communicator, or per peer for p2p
   std::shared_ptr<detail::WorkState> work;
   std::shared_ptr<std::vector<OpRequest>> members;  // kind == group: the grouped ops
+  std::chrono::steady_clock::time_point enqueued;    // when the issuing thread queued it
 
   size_t bytes() const { return count * sizeOf(type); }
 };

@@ -6,7 +6,14 @@
 namespace coll {
 namespace {
 const Error kInvalidWork(ErrorCode::InvalidArgument, "wait on an empty coll::Work (default-constructed)");
+
+// Runs the queued ops up to this one in the calling thread, unless another thread is at it.
+void driveInline(detail::WorkState& state) {
+  if (state.finished.load(std::memory_order_acquire) || !state.link) return;
+  std::lock_guard<std::mutex> lock(state.link->mu);
+  if (state.link->driver) state.link->driver->driveUntilDone(state);
 }
+}  // namespace
 
 bool Work::test() const {
   if (!state_) throw kInvalidWork;
@@ -16,6 +23,7 @@ bool Work::test() const {
 
 void Work::wait() const {
   if (!state_) throw kInvalidWork;
+  driveInline(*state_);
   spinUntil([&] { return state_->finished.load(std::memory_order_acquire); });
   std::unique_lock<std::mutex> lock(state_->mu);
   // No deadline here on purpose: the progress thread completes every op by its own deadline

@@ -1,9 +1,11 @@
-// The shared state behind a coll::Work handle. Completed exactly once, by the progress thread.
+// The shared state behind a coll::Work handle. Completed exactly once, by whichever thread ran
+// the op: the progress thread, or a thread that waited on a Work and ran the queued ops itself.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -12,9 +14,33 @@
 
 namespace coll::detail {
 
+struct WorkState;
+
+// Caller-driven progress, as MPI does it: a thread that is about to block on a Work may run the
+// queued ops itself instead of handing each one to the progress thread and back, which costs
+// two cross-thread wake-ups per op and, with ranks outnumbering cores, a second runnable thread
+// per rank competing for them.
+class OpDriver {
+ public:
+  // Runs queued ops in issue order in the calling thread until `work` is done or nothing is
+  // queued. Returns false at once when another thread is running ops.
+  virtual bool driveUntilDone(const WorkState& work) = 0;
+
+ protected:
+  ~OpDriver() = default;
+};
+
+// A Work's way back to its communicator, which may be destroyed first: the communicator clears
+// `driver` under `mu` on destruction, and a waiter holds `mu` while it drives.
+struct DriverLink {
+  std::mutex mu;
+  OpDriver* driver = nullptr;
+};
+
 struct WorkState {
   uint64_t sequence = 0;
   std::string op_name;  // "allreduce"
+  std::shared_ptr<DriverLink> link;
 
   std::mutex mu;
   std::condition_variable cv;

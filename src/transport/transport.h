@@ -6,6 +6,8 @@
 // progress thread, except abort(), which any thread may call.
 #pragma once
 
+#include <poll.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -68,6 +70,16 @@ class Transport {
   // (until <= now: poll only). Returns a failed Status only if the transport as a whole is
   // unusable (e.g. aborted); per-request failures arrive as Completions.
   virtual Status progress(std::vector<Completion>* out, Deadline until) = 0;
+
+  // Blocking on several transports at once (core/executor.cc), instead of in each in turn:
+  // pollFds() adds the descriptors that turn ready when this transport may have news (false:
+  // it cannot be waited on that way); armForPoll(), called next, makes sure its peers' news
+  // will make one ready and returns false if news came meanwhile (then nobody blocks);
+  // disarmAfterPoll() follows every armForPoll(). The caller then calls progress() with a
+  // deadline of now to collect what arrived.
+  virtual bool pollFds(std::vector<pollfd>* /*fds*/) { return false; }
+  virtual bool armForPoll() { return true; }
+  virtual void disarmAfterPoll() {}
 
   // Closes every connection so peers fail fast; posted requests fail with PeerLost. Any
   // thread may call this; it returns without waiting for I/O.

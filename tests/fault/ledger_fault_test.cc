@@ -103,7 +103,11 @@ TEST(Ledger, StoppedRankIsNamedAsNotAnswering) {
     SCOPED_TRACE(o.describe());
     double seconds = (o.error_time_ns - stop_ns) / 1e9;
     std::cout << "rank " << r << " failed " << seconds << " s after SIGSTOP: " << o.message << "\n";
-    EXPECT_EQ(static_cast<ErrorCode>(o.error_code), ErrorCode::Timeout);
+    // Its own deadline, or the other survivor's abort after that one's deadline: where rank 1
+    // stopped between the two survivors' halves of one op (a direct all-reduce), one of them
+    // is already in the next op when the other times out, and learns of it by the abort.
+    auto code = static_cast<ErrorCode>(o.error_code);
+    EXPECT_TRUE(code == ErrorCode::Timeout || code == ErrorCode::PeerLost) << codeName(code);
     EXPECT_NE(o.message.find("rank 1 did not answer (stopped or dead)"), std::string::npos);
     EXPECT_LT(seconds, kTimeoutSeconds + 1.5);
   }

@@ -1,7 +1,8 @@
 // Asynchrony and issue order: ops issued back to back without waiting run in issue order on
 // every rank (a chain of in-place ops on one buffer only gives the right answer in that
 // order), waiting on the newest Work implies the older ones are done, and sequence numbers
-// count 0, 1, 2, ... per communicator.
+// count 0, 1, 2, ... per communicator; whichever thread runs the ops (the progress thread or
+// waiters running them inline).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -91,11 +92,50 @@ void boundedWaitReturnsFalseWhileRunning(Communicator& comm, Rank& self) {
   for (float x : buf) RANK_CHECK(x == static_cast<float>(n), "got %g, expected %d", x, n);
 }
 
+// Ops nobody waits on (overlap with compute, polled with test()) still run: the progress
+// thread takes an op that no waiter ran inline (src/core/progress.cc).
+void opsNobodyWaitsOnStillFinish(Communicator& comm, Rank&) {
+  const int n = comm.size();
+  std::vector<float> a(4099, 1.0f), b(17, 2.0f);
+  Work wa = comm.allreduce(a.data(), a.data(), a.size(), DataType::f32, ReduceOp::sum);
+  Work wb = comm.allreduce(b.data(), b.data(), b.size(), DataType::f32, ReduceOp::sum);
+  auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!(wa.test() && wb.test()) && std::chrono::steady_clock::now() < limit)
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+  RANK_CHECK(wa.test() && wb.test(), "ops polled with test() did not finish within 20 s");
+  RANK_CHECK(!wa.error() && !wb.error(), "an op failed");
+  RANK_CHECK(a[4098] == n && b[16] == 2.0f * n, "wrong sums: %g %g", a[4098], b[16]);
+}
+
+// Several threads wait on one communicator's ops in different orders, so whichever runs them
+// inline runs someone else's too: they must still run in issue order, each exactly once.
+void threadsWaitOnEachOthersOps(Communicator& comm, Rank&) {
+  const int n = comm.size();
+  const size_t count = 1001;
+  std::vector<int64_t> chain(count, comm.rank() + 1);
+  std::vector<Work> works;
+  for (int k = 0; k < 12; ++k) works.push_back(comm.allreduce(chain.data(), chain.data(), count, DataType::i64,
+                                                              k % 2 ? ReduceOp::max : ReduceOp::sum));
+  std::thread backwards([&] { for (int k = 11; k >= 0; k -= 2) works[k].wait(); });
+  std::thread evens([&] { for (int k = 0; k < 12; k += 2) works[k].wait(); });
+  works[5].wait();
+  backwards.join();
+  evens.join();
+  // sum of (rank+1) = n(n+1)/2, then max leaves it, then sum multiplies by n: 6 sums in all.
+  int64_t want = static_cast<int64_t>(n) * (n + 1) / 2;
+  for (int k = 1; k < 6; ++k) want *= n;
+  for (size_t i = 0; i < count; ++i)
+    RANK_CHECK(chain[i] == want, "element %zu is %lld, expected %lld", i, static_cast<long long>(chain[i]),
+               static_cast<long long>(want));
+}
+
 class Ordering : public ::testing::TestWithParam<int> {};
 class OrderingWithPeers : public ::testing::TestWithParam<int> {};
 
 TEST_P(Ordering, ChainOfInPlaceOpsRunsInIssueOrder) { expectAllSucceeded(runRanks(GetParam(), chainOnOneBuffer)); }
 TEST_P(Ordering, ManyOpsBackToBackWaitOnlyTheLast) { expectAllSucceeded(runRanks(GetParam(), manyIndependentOps)); }
+TEST_P(Ordering, OpsNobodyWaitsOnStillFinish) { expectAllSucceeded(runRanks(GetParam(), opsNobodyWaitsOnStillFinish)); }
+TEST_P(Ordering, ThreadsWaitOnEachOthersOps) { expectAllSucceeded(runRanks(GetParam(), threadsWaitOnEachOthersOps)); }
 TEST_P(OrderingWithPeers, BoundedWaitReturnsFalseWhileAPeerLags) {
   expectAllSucceeded(runRanks(GetParam(), boundedWaitReturnsFalseWhileRunning));
 }

@@ -17,6 +17,7 @@
 
 #include "bootstrap/auth.h"
 #include "bootstrap/store.h"
+#include "multirank/store_process.h"
 
 namespace coll::test {
 namespace {
@@ -154,13 +155,13 @@ std::vector<RankOutcome> runRanks(int n, const RankBody& body, const RunOptions&
 std::vector<RankOutcome> runProcesses(int n, const ProcessBody& body, const RunOptions& options) {
   std::vector<RankOutcome> outcomes(n);
   std::string secret = bootstrap::generateSecret();
-  std::unique_ptr<bootstrap::StoreServer> store;
-  Status st = bootstrap::StoreServer::start("127.0.0.1", 0, secret, &store);
+  StoreProcess store;
+  Status st = StoreProcess::start(secret, &store);
   if (!st) {
     ADD_FAILURE() << "cannot start the rendezvous store: " << st.message();
     return outcomes;
   }
-  std::string address = "127.0.0.1:" + std::to_string(store->port());
+  std::string address = "127.0.0.1:" + std::to_string(store.port());
 
   size_t bytes = sizeof(RankSlot) * static_cast<size_t>(n);
   void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -76,7 +76,7 @@ bool ShmConnection::pushSends() {
     }
     if (writeSlot(sends_.front())) sends_.pop_front();
     out.control->head.store(++head_, kRelease);
-    ring(&e_.peer_header->doorbell);
+    ring(e_.peer_header, e_.wake_sender);
     moved = true;
   }
   return moved;
@@ -183,7 +183,7 @@ bool ShmConnection::readCma(const SlotHeader& h, RecvRequest& r) {
 
 void ShmConnection::releaseSlot() {
   e_.inbound.control->tail.store(++tail_, kRelease);
-  ring(&e_.peer_header->doorbell);  // the peer may wait for room or for its CMA send
+  ring(e_.peer_header, e_.wake_sender);  // the peer may wait for room or for its CMA send
 }
 
 // --- failure -------------------------------------------------------------------------------
@@ -222,7 +222,7 @@ void ShmConnection::close() {
 void ShmConnection::tellPeer() {
   e_.inbound.control->closed_by_receiver.store(1, kRelease);
   e_.outbound.control->closed_by_sender.store(1, kRelease);
-  ring(&e_.peer_header->doorbell);
+  ring(e_.peer_header, e_.wake_sender);
 }
 
 }  // namespace coll::transport::shm

@@ -31,6 +31,7 @@ struct Endpoints {
   SegmentHeader* peer_header = nullptr;  // its doorbell and aborted flag
   bool read_peer = false;                // our probe: we may read the peer's memory
   size_t cma_threshold = 0;              // 0: never use CMA for our sends
+  int wake_sender = -1;                  // our wake socket: rings the peer waiting in poll()
 };
 
 class ShmConnection : public Connection {

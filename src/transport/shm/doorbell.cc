@@ -1,5 +1,7 @@
 #include "transport/shm/doorbell.h"
 
+#include "transport/shm/wake_socket.h"
+
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -16,8 +18,11 @@ uint32_t* word(Doorbell* d) { return reinterpret_cast<uint32_t*>(&d->bell); }
 
 }  // namespace
 
-void ring(Doorbell* d) {
+void ring(SegmentHeader* h, int wake_sender) {
+  Doorbell* d = &h->doorbell;
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (d->fd_sleepers.load(std::memory_order_relaxed) > 0 && wake_sender >= 0 && h->wake_name[0])
+    (void)sendWake(wake_sender, h->wake_name);
   if (d->sleepers.load(std::memory_order_relaxed) == 0) return;
   d->bell.fetch_add(1, std::memory_order_release);
   ::syscall(SYS_futex, word(d), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);

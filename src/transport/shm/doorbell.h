@@ -5,11 +5,12 @@
 //   sleeper: seq = prepareSleep(d)   // sleepers++, full fence, read bell
 //            if (nothing to do after polling once more) sleep(d, seq, timeout)
 //            finishSleep(d)          // sleepers--
-//   ringer:  publish its data (release), then ring(d): full fence; only if sleepers > 0
-//            bump the bell and FUTEX_WAKE.
+//   ringer:  publish its data (release), then ring(h): full fence; only if sleepers > 0
+//            bump the bell and FUTEX_WAKE; only if fd_sleepers > 0, send a wake datagram.
 // Either the ringer sees the sleeper (and wakes it; a bell bumped before the sleeper's
 // FUTEX_WAIT makes that wait return at once) or the sleeper's last poll sees the ringer's data.
-// While nobody sleeps, ring() costs a fence and a load of a rarely written cache line.
+// While nobody sleeps, ring() costs a fence and a load of a rarely written cache line. An owner
+// waiting in poll() (fd_sleepers) follows the same protocol around its poll.
 #pragma once
 
 #include <chrono>
@@ -19,7 +20,8 @@
 
 namespace coll::transport::shm {
 
-void ring(Doorbell* d);
+// Wakes the owner of the segment `h` heads; `wake_sender` is the ringer's wake socket (-1: none).
+void ring(SegmentHeader* h, int wake_sender);
 uint32_t prepareSleep(Doorbell* d);
 // Returns after a ring, at the timeout, or spuriously (callers re-check their condition).
 void sleep(Doorbell* d, uint32_t seq, std::chrono::nanoseconds timeout);

@@ -22,7 +22,7 @@
 namespace coll::transport::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;
 inline constexpr uint32_t kSlotMagic = 0x544f4c53;                // "SLOT"
 inline constexpr size_t kHeaderBytes = 4096;
 inline constexpr size_t kControlBytes = 512;
@@ -32,10 +32,12 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm counters must be 
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "shm flags must be lock-free across processes");
 
 // The futex word a sleeping owner waits on, and the count of sleepers (so that ringers skip
-// the FUTEX_WAKE system call while the owner is busy). See doorbell.h.
+// the FUTEX_WAKE system call while the owner is busy); likewise for an owner waiting in poll()
+// on its wake socket (wake_socket.h). See doorbell.h.
 struct Doorbell {
   std::atomic<uint32_t> bell{0};
   std::atomic<uint32_t> sleepers{0};
+  std::atomic<uint32_t> fd_sleepers{0};
 };
 
 struct SegmentHeader {
@@ -51,11 +53,14 @@ struct SegmentHeader {
   uint64_t channel_stride = 0;  // bytes from one channel to the next
   uint64_t probe_address = 0;   // a word in the owner's memory holding probe_value: peers try
   uint64_t probe_value = 0;     // to read it with process_vm_readv to decide on CMA
+  char wake_name[64] = {};      // the owner's wake socket (wake_socket.h), "" if none
   // Rung by whoever made progress the owner may be waiting for.
   alignas(64) Doorbell doorbell;
   // Set once by the owner's abort(), reason first: its peers fail at once.
   alignas(64) std::atomic<uint32_t> aborted{0};
   char abort_reason[kReasonBytes] = {};
+  // Set at set-up by a peer whose hello datagram could not reach wake_name.
+  std::atomic<uint32_t> wake_unreachable{0};
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
 

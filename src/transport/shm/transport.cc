@@ -17,6 +17,7 @@
 #include "transport/shm/connection.h"
 #include "transport/shm/doorbell.h"
 #include "transport/shm/segment.h"
+#include "transport/shm/wake_socket.h"
 
 namespace coll::transport::shm {
 namespace {
@@ -55,6 +56,9 @@ class ShmTransport : public Transport {
   const char* name() const override { return "shm"; }
   Status connect(int peer, Deadline deadline, Connection** out) override;
   Status progress(std::vector<Completion>* out, Deadline until) override;
+  bool pollFds(std::vector<pollfd>* fds) override;
+  bool armForPoll() override;
+  void disarmAfterPoll() override;
   void abort(const std::string& reason) override;
 
   Status setUp(Deadline deadline);
@@ -73,6 +77,7 @@ class ShmTransport : public Transport {
   Status mapPeer(Peer& p, Deadline deadline);
   Status findChannel(Peer& p) const;
   void probePeer(Peer& p, uint32_t index);
+  void helloWake(Peer& p);
   void removeNames() const;
   void buildConnections();
   bool pollAll();
@@ -89,6 +94,8 @@ class ShmTransport : public Transport {
   Mapping own_;
   SegmentHeader private_header_;  // the doorbell when this rank has no segment
   SegmentHeader* self_ = &private_header_;
+  WakeSocket wake_;
+  bool fd_wait_ok_ = false;  // peers can wake us in poll() (wake_socket.h)
   std::vector<Peer> peers_;  // parallel to local_peers_; fixed after setUp (abort() reads it)
   std::map<int, std::unique_ptr<ShmConnection>> connections_;
   std::vector<ShmConnection*> polled_;
@@ -119,12 +126,17 @@ Status ShmTransport::setUp(Deadline deadline) {
       peers_[i].rank = local_peers_[i];
       st = mapPeer(peers_[i], deadline);
       if (st) probePeer(peers_[i], static_cast<uint32_t>(i));
+      if (st) helloWake(peers_[i]);
     }
   }
   Status all_here = dir_.store->barrier(dir_.key_prefix + "shm/ready", dir_.size, deadline);
   removeNames();
   COLL_RETURN_IF_ERROR(st);
   if (!all_here) return Status(all_here.code(), "shared memory set-up: " + all_here.message());
+  fd_wait_ok_ = wake_ && self_->wake_unreachable.load(std::memory_order_acquire) == 0;
+  if (wake_ && !fd_wait_ok_)
+    COLL_INFO("SHM", "a local peer cannot reach this rank's wake socket (another network namespace?): waits on "
+              "shared memory and sockets at once go in slices");
   buildConnections();
   return Status::ok();
 }
@@ -160,6 +172,10 @@ Status ShmTransport::createOwn() {
     c->sender = local_peers_[i];
     c->receiver = dir_.rank;
   }
+  const std::string segment = segmentNameFor(dir_, dir_.rank);
+  Status bound = WakeSocket::bind(segment, &wake_);
+  if (bound) std::snprintf(h->wake_name, sizeof h->wake_name, "%s", wakeSocketName(segment).c_str());
+  else COLL_INFO("SHM", "%s", bound.message().c_str());
   self_ = h;
   COLL_INFO("SHM", "segment %s: %u peer(s) x %u slots x %s = %s", segmentNameFor(dir_, dir_.rank).c_str(),
             geometry_.nchannels, geometry_.nslots, formatBytes(geometry_.slot_bytes).c_str(),
@@ -211,6 +227,13 @@ void ShmTransport::probePeer(Peer& p, uint32_t index) {
   }
 }
 
+// A peer we cannot wake in poll() must not wait there: it learns so from its header.
+void ShmTransport::helloWake(Peer& p) {
+  SegmentHeader* h = p.mapping.header();
+  if (h->wake_name[0] && !(wake_ && sendWake(wake_.fd(), h->wake_name)))
+    h->wake_unreachable.store(1, std::memory_order_release);
+}
+
 void ShmTransport::removeNames() const {
   if (local_peers_.empty()) return;
   unlinkSegment(segmentNameFor(dir_, dir_.rank));
@@ -230,6 +253,7 @@ void ShmTransport::buildConnections() {
     e.peer_header = p.mapping.header();
     e.read_peer = p.readable;
     e.cma_threshold = config_.shm_cma_threshold;
+    e.wake_sender = wake_.fd();
     auto conn = std::make_unique<ShmConnection>(e, PeerProcess(ph->owner_pid), &completions_);
     COLL_INFO("SHM", "connected to %s", conn->describe().c_str());
     polled_.push_back(conn.get());
@@ -306,6 +330,25 @@ void ShmTransport::sleepUntilRung(Clock::time_point now, Deadline until) {
   finishSleep(&self_->doorbell);
 }
 
+bool ShmTransport::pollFds(std::vector<pollfd>* fds) {
+  if (!fd_wait_ok_) return false;
+  fds->push_back(pollfd{wake_.fd(), POLLIN, 0});
+  return true;
+}
+
+// The doorbell protocol (doorbell.h) around a poll(): announce, drain stale wake-ups, look once
+// more; a peer that publishes after our look sees fd_sleepers and sends a datagram.
+bool ShmTransport::armForPoll() {
+  self_->doorbell.fd_sleepers.fetch_add(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  wake_.drain();
+  bool moved = pollAll();
+  checkPeers(Clock::now());
+  return !moved && completions_.empty() && !aborted();
+}
+
+void ShmTransport::disarmAfterPoll() { self_->doorbell.fd_sleepers.fetch_sub(1, std::memory_order_relaxed); }
+
 std::string ShmTransport::abortReason() {
   std::lock_guard<std::mutex> lock(abort_mu_);
   return abort_reason_;
@@ -321,8 +364,8 @@ void ShmTransport::abort(const std::string& reason) {
     own_.header()->aborted.store(1, std::memory_order_release);
   }
   for (Peer& p : peers_)
-    if (p.mapping) ring(&p.mapping.header()->doorbell);
-  ring(&self_->doorbell);  // our own progress thread, if it sleeps
+    if (p.mapping) ring(p.mapping.header(), wake_.fd());
+  ring(self_, wake_.fd());  // ourselves, if we wait
 }
 
 }  // namespace

@@ -112,6 +112,13 @@ void SocketConnection::onHeader(Stream& s) {
   });
 }
 
+void SocketConnection::addPollFds(std::vector<pollfd>* fds) {
+  for (auto& s : streams_) {
+    short events = static_cast<short>((s->receiving ? POLLIN : 0) | (s->sending ? POLLOUT : 0));
+    if (events && s->socket.is_open()) fds->push_back(pollfd{s->socket.native_handle(), events, 0});
+  }
+}
+
 void SocketConnection::fail(const Status& status) {
   if (!failure_.isOk()) return;
   failure_ = status;

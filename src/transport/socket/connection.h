@@ -28,6 +28,10 @@ class SocketConnection : public Connection {
   // Fails everything posted, now and later, with `status`, and closes the streams.
   void fail(const Status& status);
 
+  // The streams with I/O in flight, for a caller that polls them with other transports'
+  // descriptors (Transport::pollFds): readable where a receive waits, writable where a send.
+  void addPollFds(std::vector<pollfd>* fds);
+
  private:
   struct SendRequest {
     MessageHeader header;

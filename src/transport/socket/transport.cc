@@ -69,6 +69,13 @@ class SocketTransport : public Transport {
     return Status::ok();
   }
 
+  bool pollFds(std::vector<pollfd>* fds) override {
+    for (auto& [peer, conn] : connections_) conn->addPollFds(fds);
+    return true;
+  }
+
+  bool armForPoll() override { return completions_.empty() && !aborted_.load(); }
+
   void abort(const std::string& reason) override {
     {
       std::lock_guard<std::mutex> lock(abort_mu_);

@@ -40,7 +40,7 @@ Status Worker::init() {
   if (st != UCS_OK) return ucxError("ucp_init", st);
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   st = ucp_worker_create(context_, &wp, &worker_);
   if (st != UCS_OK) return ucxError("ucp_worker_create", st);
   ucp_address_t* addr = nullptr;
