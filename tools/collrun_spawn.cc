@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,6 +71,7 @@ struct ChildFds {
   int out = -1;
   int err = -1;
   unsigned limit = 0;  // for closeCollrunFds
+  const cpu_set_t* cpus = nullptr;  // pin to these
 };
 
 // Runs in the forked child: async-signal-safe calls only.
@@ -80,6 +82,7 @@ struct ChildFds {
   if (fds.out >= 0) ::dup2(fds.out, STDOUT_FILENO);
   if (fds.err >= 0) ::dup2(fds.err, STDERR_FILENO);
   closeCollrunFds(fds.limit);
+  if (fds.cpus) ::sched_setaffinity(0, sizeof(cpu_set_t), fds.cpus);
   // collrun's handlers would write into collrun's signal pipe, and its SIG_IGN for SIGPIPE
   // would survive exec; the rank must start with the defaults.
   struct sigaction dfl {};
@@ -189,6 +192,12 @@ Status spawnRank(const SpawnSpec& spec, RankProcess* out) {
   rlimit limit{};
   fds.limit = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < (1u << 20)
                   ? static_cast<unsigned>(limit.rlim_cur) : (1u << 20);
+  cpu_set_t pinned;
+  if (spec.cpu >= 0 && spec.cpu < CPU_SETSIZE) {
+    CPU_ZERO(&pinned);
+    CPU_SET(spec.cpu, &pinned);
+    fds.cpus = &pinned;
+  }
   std::vector<char*> argv = toCStrings(spec.argv);
   std::vector<char*> envp = toCStrings(spec.env);
 

@@ -20,6 +20,7 @@ struct SpawnSpec {
   std::vector<std::string> env;   // the child's complete environment, "NAME=value" each
   bool capture_output = true;     // stdout/stderr through pipes to collrun; else inherited
   bool inherit_stdin = false;     // else /dev/null
+  int cpu = -1;                   // pinned to this CPU; -1: collrun's affinity
 };
 
 struct RankProcess {
