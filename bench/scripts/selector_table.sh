@@ -1,15 +1,16 @@
 #!/bin/bash
 # The selector against every forced all-reduce algorithm on a simulated cluster (issue 4's
 # figure): time per size from 8 B to 256 MiB (factor 4) of the automatic choice and of
-# COLL_ALGO=allreduce:<name> for each name, one round, and how often the automatic choice is
-# within 10% of the fastest. Small sizes (<= 64 KiB) take -n 20, large ones -n 2 (one warm-up).
+# COLL_ALGO=allreduce:<name> for each name, medians of --rounds interleaved rounds (each round
+# runs every column once), and how often the automatic choice is within 10% of the fastest.
+# Small sizes (<= 64 KiB) take -n 100 (10 warm-ups), large ones -n 2 (one warm-up).
 # Root: it brings its own netcluster (prefix ntp, subnet 10.214.13) up and always down.
 #
 # usage: bench/scripts/selector_table.sh [--build DIR] [--hosts 2] [--per-host 2] [--rate 1gbit]
-#                                        [--algos "ring direct hierarchical"] [--max 256M]
+#                                        [--algos "ring direct hierarchical"] [--max 256M] [--rounds 3]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-build=$here/build hosts=2 per_host=2 rate=1gbit algos="ring direct hierarchical" max=256M
+build=$here/build hosts=2 per_host=2 rate=1gbit algos="ring direct hierarchical" max=256M rounds=3
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -18,6 +19,7 @@ while [[ $# -gt 0 ]]; do
     --rate) rate=$2; shift 2 ;;
     --algos) algos=$2; shift 2 ;;
     --max) max=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -33,7 +35,11 @@ run() { # algo ("auto" or a name), then all_reduce_perf's size flags
   local algo=$1 pids=() k rc=0 algo_env=()
   shift
   port=$((port + 1))
-  [[ $algo != auto ]] && algo_env=(COLL_ALGO=allreduce:$algo)
+  case $algo in
+    auto) ;;
+    tuned) algo_env=(COLL_TUNE=1 COLL_TUNE_FILE=$work/tune.json) ;;  # measures once, then reuses
+    *) algo_env=(COLL_ALGO=allreduce:$algo) ;;
+  esac
   for k in $(seq 0 $((world - 1))); do
     timeout 600 "$NC" exec $prefix$((k / per_host)) -- env RANK=$k WORLD_SIZE=$world MASTER_ADDR=$subnet.1 \
       MASTER_PORT=$port COLL_JOB_SECRET=ntp-$port COLL_DEBUG=INFO COLL_DEBUG_SUBSYS=TUNE,TOPO "${algo_env[@]}" \
@@ -42,21 +48,28 @@ run() { # algo ("auto" or a name), then all_reduce_perf's size flags
   done
   for k in "${pids[@]}"; do wait "$k" || rc=$?; done
   [[ $rc == 0 ]] || { echo "run failed ($algo)" >&2; tail -5 "$work"/out.* >&2; return 1; }
-  [[ $algo == auto ]] && grep -E "TOPO|TUNE" "$work/out.0" | sed 's/^/# /' >>"$work/choices"
+  [[ $algo == auto* || $algo == tuned ]] && [[ ! -s $work/choices.$algo.$2 ]] &&
+    grep -E "TOPO|TUNE" "$work/out.0" | sed 's/^/# /' >"$work/choices.$algo.$2"
   awk '$1 ~ /^[0-9]+$/ {print $1, $6}' "$work/out.0"
 }
 
-declare -A t
-for a in auto $algos; do
-  while read -r size us; do t[$a,$size]=$us; done < <(run "$a" -b 8 -e 64K -f 4 -n 20 -w 3 -c 1)
-  while read -r size us; do t[$a,$size]=$us; done < <(run "$a" -b 256K -e "$max" -f 4 -n 2 -w 1 -c 0)
-  echo "$a done" >&2
+declare -A all t
+for r in $(seq "$rounds"); do
+  for a in auto tuned $algos; do
+    while read -r size us; do all[$a,$size]+="$us "; done < <(run "$a" -b 8 -e 64K -f 4 -n 100 -w 10 -c 1)
+    while read -r size us; do all[$a,$size]+="$us "; done < <(run "$a" -b 256K -e "$max" -f 4 -n 2 -w 1 -c 0)
+  done
+  echo "round $r done" >&2
 done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+for k in "${!all[@]}"; do t[$k]=$(median <<<"${all[$k]}"); done
 
-echo "# netcluster $hosts hosts x $per_host ranks at $rate: all-reduce time (us, one round; -n 20 up to 64 KiB, -n 2 above)"
-cat "$work/choices" 2>/dev/null || true
-printf '%10s %10s' size auto; for a in $algos; do printf ' %12s' "$a"; done; printf ' %8s %6s\n' best auto/best
-good=0 total=0
+echo "# netcluster $hosts hosts x $per_host ranks at $rate: all-reduce time (us, median of $rounds rounds; -n 100 up to 64 KiB, -n 2 above)"
+cat "$work"/choices.* 2>/dev/null || true
+printf '%10s %10s %10s' size auto tuned; for a in $algos; do printf ' %12s' "$a"; done
+printf ' %12s %10s %11s\n' best auto/best tuned/best
+good=0 tuned_good=0 total=0
+within() { awk -v r="$1" 'BEGIN{exit !(r <= 1.10)}'; }
 for size in $(printf '%s\n' "${!t[@]}" | sed -n 's/^auto,//p' | sort -n); do
   best= bestname=
   for a in $algos; do
@@ -65,10 +78,13 @@ for size in $(printf '%s\n' "${!t[@]}" | sed -n 's/^auto,//p' | sort -n); do
     if [[ -z $best ]] || awk -v a="$v" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$v bestname=$a; fi
   done
   ratio=$(awk -v a="${t[auto,$size]}" -v b="$best" 'BEGIN{printf "%.2f", a / b}')
+  tratio=$(awk -v a="${t[tuned,$size]:-0}" -v b="$best" 'BEGIN{printf "%.2f", a / b}')
   total=$((total + 1))
-  awk -v r="$ratio" 'BEGIN{exit !(r <= 1.10)}' && good=$((good + 1))
-  printf '%10s %10s' "$size" "${t[auto,$size]}"
+  within "$ratio" && good=$((good + 1))
+  within "$tratio" && tuned_good=$((tuned_good + 1))
+  printf '%10s %10s %10s' "$size" "${t[auto,$size]}" "${t[tuned,$size]:-}"
   for a in $algos; do printf ' %12s' "${t[$a,$size]:-}"; done
-  printf ' %8s %6s\n' "$bestname" "$ratio"
+  printf ' %12s %10s %11s\n' "$bestname" "$ratio" "$tratio"
 done
-echo "# automatic within 10% of the fastest forced algorithm at $good of $total sizes"
+echo "# automatic (cost model) within 10% of the fastest forced algorithm at $good of $total sizes"
+echo "# automatic with COLL_TUNE=1 (tuned once in round 1, reused) within 10% at $tuned_good of $total sizes"
