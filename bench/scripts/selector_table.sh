@@ -47,7 +47,7 @@ run() { # algo ("auto" or a name), then all_reduce_perf's size flags
     pids+=($!)
   done
   for k in "${pids[@]}"; do wait "$k" || rc=$?; done
-  [[ $rc == 0 ]] || { echo "run failed ($algo)" >&2; tail -5 "$work"/out.* >&2; return 1; }
+  [[ $rc == 0 ]] || { echo "run failed ($algo)" >&2; tail -n 5 "$work"/out.* >&2; return 1; }
   [[ $algo == auto* || $algo == tuned ]] && [[ ! -s $work/choices.$algo.$2 ]] &&
     grep -E "TOPO|TUNE" "$work/out.0" | sed 's/^/# /' >"$work/choices.$algo.$2"
   awk '$1 ~ /^[0-9]+$/ {print $1, $6}' "$work/out.0"

@@ -25,7 +25,8 @@ constexpr auto kMixedPollSlice = std::chrono::milliseconds(20);
 class Executor {
  public:
   Executor(const algo::Schedule& s, ExecContext& ctx)
-      : s_(s), ctx_(ctx), waiting_(s.steps.size()), dependents_(s.steps.size()), done_(s.steps.size(), false) {}
+      : s_(s), ctx_(ctx), waiting_(s.steps.size()), dependents_(s.steps.size()), done_(s.steps.size(), false),
+        fused_(s.steps.size(), false) {}
 
   Status run() {
     COLL_RETURN_IF_ERROR(prepare());
@@ -148,7 +149,10 @@ class Executor {
       case StepKind::send: conn->postSend(address(step.source, step, step.offset), step.bytes, tag, i); break;
       case StepKind::recv: conn->postRecv(address(algo::BufferId::output, step, step.offset), step.bytes, tag, i); break;
       case StepKind::recvReduce:
-        conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, tag, i);
+        fused_[i] = conn->postRecvReduce(address(algo::BufferId::output, step, step.offset),
+                                         address(step.source, step, step.offset), step.bytes, tag, i, ctx_.type,
+                                         ctx_.op);
+        if (!fused_[i]) conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, tag, i);
         break;
       case StepKind::copy:
         if (ctx_.ops[step.op_index].input != ctx_.ops[step.op_index].output)
@@ -169,7 +173,7 @@ class Executor {
     auto i = static_cast<uint32_t>(c.cookie);
     if (!c.status) return withStep(c.status, i);
     const Step& step = s_.steps[i];
-    if (step.kind == StepKind::recvReduce) {
+    if (step.kind == StepKind::recvReduce && !fused_[i]) {
       char* out = address(algo::BufferId::output, step, step.offset);
       const char* in = address(step.source, step, step.offset);
       const char* received = ctx_.scratch->data() + step.scratch_offset;
@@ -215,6 +219,7 @@ class Executor {
   std::vector<uint32_t> waiting_;
   std::vector<std::vector<uint32_t>> dependents_;
   std::vector<bool> done_;
+  std::vector<bool> fused_;  // recvReduce steps the transport reduces as the bytes arrive
   size_t finished_ = 0;
   std::map<int, Queue> queues_;
   std::vector<transport::Transport*> active_;  // transports this schedule's peers use

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/types.h"
 #include "core/status.h"
 
 namespace coll::bootstrap {
@@ -45,6 +46,14 @@ class Connection {
   virtual std::string describe() const = 0;
   virtual void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) = 0;
   virtual void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) = 0;
+  // Like postRecv, but combines the message as it arrives: data[i] = operand[i] op message[i]
+  // (operand may be data itself, never partly overlap it), so a reduction reads the bytes
+  // where the transport has them instead of after a copy into a scratch buffer. Returns false,
+  // having posted nothing, where this connection cannot; the caller then receives and reduces.
+  virtual bool postRecvReduce(void* /*data*/, const void* /*operand*/, size_t /*bytes*/, uint64_t /*tag*/,
+                              uint64_t /*cookie*/, DataType /*type*/, ReduceOp /*op*/) {
+    return false;
+  }
 };
 
 // What a transport needs from the bootstrap to find its peers.

@@ -137,6 +137,42 @@ TEST_P(ConnectionConformance, FourRanksAllPairs) {
 }
 
 // The receiver expects another tag: Mismatch naming both, and it sticks.
+// postRecvReduce: the receiver gets operand + message, in place or not, whatever the size
+// (one slot, many, a CMA read); a connection that cannot combine posts nothing and says so,
+// and a plain receive then gets the message.
+TEST_P(ConnectionConformance, RecvReduceCombinesAsItArrives) {
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    const size_t counts[] = {0, 1, 1027, (1 << 18) + 3, 3 << 20};
+    uint64_t tag = 500;
+    for (size_t count : counts) {
+      for (bool in_place : {false, true}) {
+        ++tag;
+        if (ep.self.rank == 0) {
+          std::vector<float> msg(count);
+          for (size_t i = 0; i < count; ++i) msg[i] = static_cast<float>(i % 1000);
+          ep.conns[1]->postSend(msg.data(), count * sizeof(float), tag, 1);
+          expectOk(ep.wait(1), "send");
+          continue;
+        }
+        std::vector<float> operand(count), out(count, -1.0f);
+        for (size_t i = 0; i < count; ++i) operand[i] = static_cast<float>(3 * (i % 7));
+        float* data = in_place ? operand.data() : out.data();
+        bool fused = ep.conns[0]->postRecvReduce(data, operand.data(), count * sizeof(float), tag, 2, DataType::f32,
+                                                 ReduceOp::sum);
+        std::vector<float> plain(count);
+        if (!fused) ep.conns[0]->postRecv(plain.data(), count * sizeof(float), tag, 2);
+        expectOk(ep.wait(1), "recvReduce");
+        for (size_t i = 0; i < count; ++i) {
+          float want = static_cast<float>(3 * (i % 7) + i % 1000);
+          float got = fused ? data[i] : operand[i] + plain[i];
+          RANK_CHECK(got == want, "count %zu (%s, %s) element %zu: %g, expected %g", count,
+                     in_place ? "in place" : "out of place", fused ? "combined" : "plain", i, got, want);
+        }
+      }
+    }
+  }));
+}
+
 TEST_P(ConnectionConformance, TagMismatch) {
   expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
     std::vector<uint8_t> buf = recvBuffer(64);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "reduce/reduce.h"
 #include "transport/shm/cma.h"
 #include "transport/shm/doorbell.h"
 
@@ -15,6 +16,9 @@ namespace {
 // Most a receiver copies by CMA in one poll, so one large message does not starve the other
 // peers' channels (about 0.5 ms at memory bandwidth).
 constexpr size_t kCmaChunk = 4 << 20;
+// A reducing receive reads CMA messages through a buffer this big: it stays in L2 between the
+// kernel's copy and the reduction.
+constexpr size_t kCmaBounceBytes = 256 << 10;
 
 constexpr auto kAcquire = std::memory_order_acquire;
 constexpr auto kRelease = std::memory_order_release;
@@ -48,6 +52,21 @@ void ShmConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint6
   bool cma = cma_send_ && bytes >= e_.cma_threshold;
   sends_.push_back(SendRequest{static_cast<const uint8_t*>(data), bytes, tag, cookie, cma});
   if (sends_.size() == 1) pushSends();
+}
+
+bool ShmConnection::postRecvReduce(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t cookie,
+                                   DataType type, ReduceOp op) {
+  if (!failure_.isOk()) {
+    complete(cookie, failure_);
+    return true;
+  }
+  RecvRequest r{static_cast<uint8_t*>(data), bytes, tag, cookie};
+  r.operand = static_cast<const uint8_t*>(operand);
+  r.type = type;
+  r.op = op;
+  recvs_.push_back(r);
+  if (recvs_.size() == 1) pullRecvs();
+  return true;
 }
 
 void ShmConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
@@ -156,7 +175,11 @@ Status ShmConnection::checkSlot(const SlotHeader& h, const RecvRequest& r) const
 
 bool ShmConnection::readSlot(const SlotHeader& h, RecvRequest& r) {
   if (h.kind == SlotKind::cma_descriptor) return readCma(h, r);
-  std::memcpy(r.data + r.offset, e_.inbound.slot(tail_) + kSlotHeaderBytes, h.length);
+  if (r.operand && h.length % sizeOf(r.type) != 0) {  // every slot but a message's last is full
+    fail(transportError(format("%s wrote a slot that splits an element", peerName().c_str()), e_.peer));
+    return false;
+  }
+  land(r, e_.inbound.slot(tail_) + kSlotHeaderBytes, h.length);
   r.offset += h.length;
   if (r.offset == r.bytes) {
     complete(r.cookie, Status::ok());
@@ -165,10 +188,25 @@ bool ShmConnection::readSlot(const SlotHeader& h, RecvRequest& r) {
   return true;
 }
 
+void ShmConnection::land(RecvRequest& r, const uint8_t* bytes, size_t n) {
+  if (!r.operand) {
+    std::memcpy(r.data + r.offset, bytes, n);
+  } else if (r.operand == r.data) {
+    reduce::reduceInto(r.data + r.offset, bytes, n / sizeOf(r.type), r.type, r.op);
+  } else {
+    reduce::reduce(r.data + r.offset, r.operand + r.offset, bytes, n / sizeOf(r.type), r.type, r.op);
+  }
+}
+
 bool ShmConnection::readCma(const SlotHeader& h, RecvRequest& r) {
-  size_t chunk = std::min(kCmaChunk, r.bytes - r.offset);
   size_t copied = 0;
-  Status st = readFrom(h.cma_pid, h.cma_address + r.offset, r.data + r.offset, chunk, &copied, e_.peer);
+  Status st;
+  if (r.operand) {
+    st = readCmaReducing(h, r, &copied);
+  } else {
+    size_t chunk = std::min(kCmaChunk, r.bytes - r.offset);
+    st = readFrom(h.cma_pid, h.cma_address + r.offset, r.data + r.offset, chunk, &copied, e_.peer);
+  }
   r.offset += copied;
   if (!st) {
     fail(st);
@@ -179,6 +217,17 @@ bool ShmConnection::readCma(const SlotHeader& h, RecvRequest& r) {
   complete(r.cookie, Status::ok());
   recvs_.pop_front();
   return true;
+}
+
+// One bounce-sized chunk: read it from the sender, then combine it while it is in cache.
+Status ShmConnection::readCmaReducing(const SlotHeader& h, RecvRequest& r, size_t* copied) {
+  if (bounce_.empty()) bounce_.resize(kCmaBounceBytes);
+  size_t chunk = std::min(bounce_.size(), r.bytes - r.offset);
+  Status st = readFrom(h.cma_pid, h.cma_address + r.offset, bounce_.data(), chunk, copied, e_.peer);
+  size_t whole = *copied / sizeOf(r.type) * sizeOf(r.type);  // a torn element is read again
+  land(r, bounce_.data(), whole);
+  *copied = whole;
+  return st;
 }
 
 void ShmConnection::releaseSlot() {

@@ -42,6 +42,10 @@ class ShmConnection : public Connection {
   std::string describe() const override;  // "peer 3 (same host, shm, cma)"
   void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
   void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
+  // Reduces straight out of the slots (and, for CMA messages, out of a bounce buffer in
+  // cache-sized chunks): the receiver reads each byte once instead of copying it first.
+  bool postRecvReduce(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t cookie, DataType type,
+                      ReduceOp op) override;
 
   // Moves what can move now. True if anything did (a slot written or read, a send finished).
   bool poll();
@@ -69,6 +73,9 @@ class ShmConnection : public Connection {
     uint64_t tag;
     uint64_t cookie;
     size_t offset = 0;  // bytes received
+    const uint8_t* operand = nullptr;  // set: data = operand op message (postRecvReduce)
+    DataType type = DataType::u8;
+    ReduceOp op = ReduceOp::sum;
   };
 
   bool pushSends();
@@ -77,6 +84,8 @@ class ShmConnection : public Connection {
   bool pullRecvs();
   bool readSlot(const SlotHeader& h, RecvRequest& r);  // true when the slot is done with
   bool readCma(const SlotHeader& h, RecvRequest& r);
+  Status readCmaReducing(const SlotHeader& h, RecvRequest& r, size_t* copied);
+  void land(RecvRequest& r, const uint8_t* bytes, size_t n);  // copy or combine at r.offset
   void releaseSlot();
   Status checkSlot(const SlotHeader& h, const RecvRequest& r) const;
   void complete(uint64_t cookie, Status status);
@@ -91,6 +100,7 @@ class ShmConnection : public Connection {
   std::deque<SendRequest> sends_;        // front is being written into slots
   std::deque<SendRequest> cma_waiting_;  // descriptors out, the peer has not read them yet
   std::deque<RecvRequest> recvs_;        // front is being filled
+  std::vector<uint8_t> bounce_;          // CMA reads of reducing receives
   uint64_t head_ = 0;       // outbound: slots we published
   uint64_t tail_seen_ = 0;  // outbound: the peer's tail, last read
   uint64_t cma_sent_ = 0;   // outbound: descriptors sent
