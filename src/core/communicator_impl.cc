@@ -86,6 +86,8 @@ Status CommunicatorImpl::shrink(const std::vector<int>& excluded, std::unique_pt
   refuseInForkedChild("shrink");
   CommOptions plan;
   COLL_RETURN_IF_ERROR(planShrink(options_, rank_, size_, excluded, ++shrinks_, &plan));
+  COLL_RETURN_IF_ERROR(agreeOnShrink(*store_, key_prefix_, shrinks_, rank_, size_, excluded,
+                                     transport::Clock::now() + config_.timeout));
   COLL_INFO("INIT", "rank %d of %d shrinks to rank %d of %d as '%s'", rank_, size_, plan.rank, plan.size,
             plan.name.c_str());
   return create(plan, config_, out, store_server_);

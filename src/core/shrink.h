@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "bootstrap/store.h"
 #include "coll/communicator.h"
 #include "core/status.h"
 
@@ -21,5 +22,13 @@ namespace coll {
 // caller always remains).
 Status planShrink(const CommOptions& parent, int rank, int size, const std::vector<int>& excluded,
                   uint64_t generation, CommOptions* out);
+
+// The agreement step ULFM's shrink has: every survivor publishes the ranks it excludes and
+// reads every other survivor's, so that survivors who disagree (one still counts a rank the
+// others exclude) fail at once with Mismatch naming each one's list, instead of rendezvousing
+// under different names until their deadline. `key_prefix`: the parent's namespace. A
+// survivor that never publishes fails it with Timeout naming that rank.
+Status agreeOnShrink(bootstrap::StoreClient& store, const std::string& key_prefix, uint64_t generation, int rank,
+                     int size, const std::vector<int>& excluded, bootstrap::Deadline deadline);
 
 }  // namespace coll

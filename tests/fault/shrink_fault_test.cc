@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <thread>
 
@@ -75,6 +76,33 @@ TEST(Shrink, SurvivorsOfAKilledRankCarryOnWithoutIt) {
     EXPECT_TRUE(o.flags & kFlagCarriedOn);
     EXPECT_NE(o.message.find("peer"), std::string::npos) << "the failure named a peer";
   }
+}
+
+// Survivors that disagree on whom to exclude fail at once, naming each one's list (the
+// agreement step), instead of rendezvousing under different names until their deadline.
+TEST(Shrink, SurvivorsThatDisagreeFailNamingTheirLists) {
+  RunOptions options;
+  options.deadline = std::chrono::seconds(40);
+  auto outcomes = runRanks(kRanks, [](Communicator& comm, Rank& self) {
+    if (self.rank == 3) {  // excluded by all, alive: waits for the others to finish
+      for (int r = 0; r < 3; ++r)
+        while (self.slots[r].phase.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      return;
+    }
+    std::vector<int> excluded = self.rank == 2 ? std::vector<int>{1, 3} : std::vector<int>{3};
+    auto start = std::chrono::steady_clock::now();
+    try {
+      comm.shrink(excluded);
+      RANK_CHECK(false, "shrink succeeded although the survivors disagree");
+    } catch (const Error& e) {
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      RANK_CHECK(e.code() == ErrorCode::Mismatch, "%s: %s", codeName(e.code()), e.what());
+      RANK_CHECK(std::strstr(e.what(), "{1,3}") && std::strstr(e.what(), "{3}"), "lists not named: %s", e.what());
+      RANK_CHECK(seconds < 5, "took %.1f s", seconds);
+    }
+    self.slot->phase = 1;
+  }, options);
+  expectAllSucceeded(outcomes);
 }
 
 }  // namespace
