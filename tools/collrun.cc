@@ -39,7 +39,7 @@ struct Options {
   bool prefix = true;
   bool help = false;
   JobOptions job;
-  std::string bind_to = "auto";  // core, none, or auto: core where the ranks fit the cores
+  std::string bind_to = "none";  // or core
   std::vector<std::string> command;
 };
 
@@ -54,8 +54,8 @@ constexpr const char* kUsage =
     "  --kill-after SECONDS  after a rank fails, terminate the others this much later\n"
     "                        (SIGTERM, then SIGKILL 3 s on); 0 = never (default 10)\n"
     "  --timeout SECONDS     terminate the job after this long; 0 = none (default 0)\n"
-    "  --bind-to core|none   pin rank r to the r-th CPU collrun may run on, or not; default:\n"
-    "                        core when the ranks are no more than those CPUs (as mpirun)\n"
+    "  --bind-to core|none   pin rank r to the r-th CPU collrun may run on (as mpirun does\n"
+    "                        where ranks fit the cores), or not (default: none)\n"
     "  -h, --help            show this help\n"
     "Options end at the first non-option or at \"--\".\n"
     "\n"
@@ -190,14 +190,17 @@ std::vector<std::string> inheritedEnvironment() {
 
 // The CPUs each rank is pinned to (-1: not pinned). Pinning keeps two busy ranks from sharing
 // a core while another idles, which the scheduler otherwise does now and then: on a 2-core VM
-// a 2-rank 8-byte all-reduce took 2 us pinned in every run, 2 or 9 us unpinned.
+// a 2-rank 8-byte all-reduce took 2 us pinned in every run, 2 or 9 us unpinned. It is not the
+// default because on a machine shared with other busy processes a pinned rank cannot get
+// away from them: there, with two busy loops running, a 2-rank 64 MiB all-reduce reached
+// 0.2 GB/s pinned against 1.9 unpinned.
 std::vector<int> rankCpus(const Options& options) {
   std::vector<int> cpus;
   cpu_set_t allowed;
   if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0)
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-  bool bind = options.bind_to == "core" || (options.bind_to == "auto" && options.np <= static_cast<int>(cpus.size()));
+  bool bind = options.bind_to == "core";
   std::vector<int> out(options.np, -1);
   if (bind && !cpus.empty())
     for (int r = 0; r < options.np; ++r) out[r] = cpus[r % cpus.size()];

@@ -21,9 +21,12 @@ declare -A res
 
 # coll: out-of-place time (us) per size -> busbw; latency = time of the 8-byte row.
 coll_run() { # n prog factor
-  timeout 600 "$build/bin/collrun" -n "$1" "$build/bin/$2" -b 8 -e 8 -n 500 -w 50 -c 0 | rows | awk '{print "lat", $6}'
+  # Pinned where the ranks fit the cores, as Open MPI binds by default (to cores, for 2 ranks).
+  local bind=none
+  [[ $1 -le $(nproc) ]] && bind=core
+  timeout 600 "$build/bin/collrun" --bind-to $bind -n "$1" "$build/bin/$2" -b 8 -e 8 -n 500 -w 50 -c 0 | rows | awk '{print "lat", $6}'
   for s in $M64 $M256; do
-    timeout 600 "$build/bin/collrun" -n "$1" "$build/bin/$2" -b $s -e $s -n 5 -w 1 -c 1 | rows |
+    timeout 600 "$build/bin/collrun" --bind-to $bind -n "$1" "$build/bin/$2" -b $s -e $s -n 5 -w 1 -c 1 | rows |
       awk -v f="$3" '{printf "%d %.4f\n", $1, $1/$6/1e3*f}'
   done
 }
