@@ -5,6 +5,13 @@
 // Waiting: the worker is created with UCP_FEATURE_WAKEUP when UCX grants it, so an idle
 // progress thread can sleep on the worker's event fd (arm, then poll) instead of spinning;
 // where the transports UCX chose cannot signal events, sleep() naps briefly instead.
+//
+// Fork: libucs patches mmap/munmap/brk/madvise when it is loaded (UCX's memory hooks), and each
+// call through them holds a process-wide lock of UCX's for reading. A process forked while
+// another of its parent's threads was inside such a call inherits that lock held by nobody,
+// and its create() then blocks for ever in ucp_init (no deadline can bound it: the wait is
+// inside UCX). Ranks must be started by exec (collrun, torchrun, mpirun) or forked before
+// the parent starts threads: issue 7, and tests/multirank/store_process.h.
 #pragma once
 
 #include <ucp/api/ucp.h>
