@@ -19,15 +19,17 @@ rows() { sed 's/^\[0\] //' | awk '$1 ~ /^[0-9]+$/'; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 declare -A res
 
-# coll: out-of-place time (us) per size -> busbw; latency = time of the 8-byte row.
-coll_run() { # n prog factor
+# coll: time (us) per size -> busbw; latency = time of the 8-byte row. All-reduce out of
+# place (MPI_Allreduce with two buffers); broadcast in place, as MPI_Bcast has one buffer (out
+# of place, coll's root also copies its input to its output).
+coll_run() { # n prog factor column (6: out-of-place time, 10: in-place)
   # Pinned where the ranks fit the cores, as Open MPI binds by default (to cores, for 2 ranks).
   local bind=none
   [[ $1 -le $(nproc) ]] && bind=core
-  timeout 600 "$build/bin/collrun" --bind-to $bind -n "$1" "$build/bin/$2" -b 8 -e 8 -n 500 -w 50 -c 0 | rows | awk '{print "lat", $6}'
+  timeout 600 "$build/bin/collrun" --bind-to $bind -n "$1" "$build/bin/$2" -b 8 -e 8 -n 500 -w 50 -c 0 | rows | awk -v c="$4" '{print "lat", $c}'
   for s in $M64 $M256; do
     timeout 600 "$build/bin/collrun" --bind-to $bind -n "$1" "$build/bin/$2" -b $s -e $s -n 5 -w 1 -c 1 | rows |
-      awk -v f="$3" '{printf "%d %.4f\n", $1, $1/$6/1e3*f}'
+      awk -v f="$3" -v c="$4" '{printf "%d %.4f\n", $1, $1/$c/1e3*f}'
   done
 }
 mpi_run() { # launcher-args... -- prog op factor
@@ -45,8 +47,8 @@ record() { # system n op < "key value" lines (not in a pipeline: res must be thi
 for r in $(seq "$rounds"); do
   for n in $ranks; do
     f=$(/usr/bin/python3 -c "print(2*($n-1)/$n)")
-    record coll "$n" allreduce < <(coll_run "$n" all_reduce_perf "$f")
-    record coll "$n" broadcast < <(coll_run "$n" broadcast_perf 1)
+    record coll "$n" allreduce < <(coll_run "$n" all_reduce_perf "$f" 6)
+    record coll "$n" broadcast < <(coll_run "$n" broadcast_perf 1 10)
     for op in allreduce broadcast; do
       ff=$f; [[ $op == broadcast ]] && ff=1
       if [[ -x $build/peers/mpi_perf_openmpi ]]; then

@@ -43,13 +43,13 @@ run() { # algo ("auto" or a name), then all_reduce_perf's size flags
   for k in $(seq 0 $((world - 1))); do
     timeout 600 "$NC" exec $prefix$((k / per_host)) -- env RANK=$k WORLD_SIZE=$world MASTER_ADDR=$subnet.1 \
       MASTER_PORT=$port COLL_JOB_SECRET=ntp-$port COLL_DEBUG=INFO COLL_DEBUG_SUBSYS=TUNE,TOPO "${algo_env[@]}" \
-      "$build/bin/all_reduce_perf" "$@" -z 2 >"$work/out.$k" 2>&1 &
+      "$build/bin/all_reduce_perf" "$@" -z 2 >"$work/out.$k" 2>"$work/err.$k" &
     pids+=($!)
   done
   for k in "${pids[@]}"; do wait "$k" || rc=$?; done
-  [[ $rc == 0 ]] || { echo "run failed ($algo)" >&2; tail -n 5 "$work"/out.* >&2; return 1; }
+  [[ $rc == 0 ]] || { echo "run failed ($algo)" >&2; tail -n 5 "$work"/out.* "$work"/err.* >&2; return 1; }
   [[ $algo == auto* || $algo == tuned ]] && [[ ! -s $work/choices.$algo.$2 ]] &&
-    grep -E "TOPO|TUNE" "$work/out.0" | sed 's/^/# /' >"$work/choices.$algo.$2"
+    grep -E "TOPO|TUNE" "$work/err.0" | sed 's/^/# /' >"$work/choices.$algo.$2"
   awk '$1 ~ /^[0-9]+$/ {print $1, $6}' "$work/out.0"
 }
 

@@ -382,6 +382,9 @@ Config withCmaPolicy(const Config& config, size_t local_ranks) {
   if (!c.shm_cma_auto || local_ranks < 2) return c;
   cpu_set_t cpus;
   long cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : sysconf(_SC_NPROCESSORS_ONLN);
+  // A rank pinned to one CPU (collrun --bind-to core, mpirun's binding) says nothing about how
+  // many its host's ranks share: each may have its own. Count the machine's then.
+  if (cores == 1) cores = sysconf(_SC_NPROCESSORS_ONLN);
   bool oversubscribed = static_cast<long>(local_ranks) > cores;
   if (!oversubscribed) c.shm_cma_threshold = 0;
   COLL_INFO("SHM", "%zu ranks on this host, %ld cores: large messages go %s (COLL_SHM_CMA_THRESHOLD overrides)",
