@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "core/log.h"
 
@@ -240,6 +242,16 @@ class Parser {
 };
 
 }  // namespace
+
+bool Json::parseFile(const std::string& path, Json* out, Status* status) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::stringstream text;
+  text << in.rdbuf();
+  *status = parse(text.str(), out);
+  if (!*status) *status = invalidArgument(path + ": " + status->message());
+  return true;
+}
 
 Status Json::parse(const std::string& text, Json* out) {
   return Parser(text).parseDocument(out);

@@ -53,6 +53,9 @@ class Json {
   std::string dump(int indent = -1) const;
   // InvalidArgument naming the offset and what was expected.
   static Status parse(const std::string& text, Json* out);
+  // Reads and parses a whole file. False: it cannot be opened; else *status says whether it
+  // parsed (InvalidArgument prefixed with the path).
+  static bool parseFile(const std::string& path, Json* out, Status* status);
 
  private:
   void dumpTo(std::string& out, int indent, int depth) const;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
 #include "core/log.h"
 
@@ -231,13 +230,11 @@ Status saveTopologyFile(const std::string& path, const Topology& t) {
 }
 
 Status loadTopologyFile(const std::string& path, Topology* out) {
-  std::ifstream in(path);
-  if (!in) return invalidArgument("cannot read topology file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
   Json j;
-  Status st = Json::parse(text.str(), &j);
-  if (st) st = fromJson(j, out);
+  Status st;
+  if (!Json::parseFile(path, &j, &st)) return invalidArgument("cannot read topology file " + path);
+  if (!st) return st;
+  st = fromJson(j, out);
   if (!st) return invalidArgument(path + ": " + st.message());
   return Status::ok();
 }

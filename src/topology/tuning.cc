@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -78,13 +77,11 @@ Status saveTuningFile(const std::string& path, const TuningTable& t) {
 }
 
 Status loadTuningFile(const std::string& path, const std::string& expected_hash, TuningTable* out) {
-  std::ifstream in(path);
-  if (!in) return invalidArgument("no tuning file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
   Json j;
-  Status st = Json::parse(text.str(), &j);
-  if (st) st = fromJson(j, out);
+  Status st;
+  if (!Json::parseFile(path, &j, &st)) return invalidArgument("no tuning file " + path);
+  if (!st) return st;
+  st = fromJson(j, out);
   if (!st) return invalidArgument(path + ": " + st.message());
   if (out->layout_hash != expected_hash)
     return invalidArgument(path + ": made for topology " + out->layout_hash + ", this one is " + expected_hash);

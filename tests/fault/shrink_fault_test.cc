@@ -48,13 +48,7 @@ TEST(Shrink, SurvivorsOfAKilledRankCarryOnWithoutIt) {
   RunOptions options;
   options.deadline = std::chrono::seconds(75);
   options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
-    auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    auto progressed = [&] {
-      for (int r = 0; r < kRanks; ++r) if (slots[r].progress.load() < 3) return false;
-      return true;
-    };
-    while (!progressed() && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    if (!progressed()) return;
+    if (!awaitProgress(slots, kRanks, 3, std::chrono::seconds(30))) return;
     kill_ns = nowNs();
     ::kill(pids[kVictim], SIGKILL);
   };

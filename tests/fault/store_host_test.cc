@@ -69,13 +69,7 @@ KillRun killStoreHost(const std::function<void(Communicator&, Rank&)>& after_fai
   RunOptions options;
   options.deadline = std::chrono::seconds(60);
   options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
-    auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    auto progressed = [&] {
-      for (int r = 0; r < kRanks; ++r) if (slots[r].progress.load() < 3) return false;
-      return true;
-    };
-    while (!progressed() && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    if (!progressed()) return;
+    if (!awaitProgress(slots, kRanks, 3, std::chrono::seconds(30))) return;
     run.kill_ns = nowNs();
     ::kill(pids[kStoreHost], SIGKILL);
   };

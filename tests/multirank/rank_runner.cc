@@ -121,6 +121,20 @@ void recordError(const Error& e) {
   copyMessage(g_self->slot, e.what());
 }
 
+bool awaitProgress(const RankSlot* slots, int n, int ops, std::chrono::milliseconds limit) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  auto progressed = [&] {
+    for (int r = 0; r < n; ++r)
+      if (slots[r].progress.load() < ops) return false;
+    return true;
+  };
+  while (!progressed()) {
+    if (std::chrono::steady_clock::now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 void allreduceUntilFailure(Communicator& comm, size_t floats, ReduceOp op) {
   std::vector<float> buf(floats, 1.0f);
   auto start = std::chrono::steady_clock::now();

@@ -93,6 +93,10 @@ void recordError(const Error& e);
 // if nothing failed within 60 s.
 void allreduceUntilFailure(Communicator& comm, size_t floats, ReduceOp op);
 
+// Parent-side, for fault tests: waits (at most `limit`) until each of the n ranks counted at
+// least `ops` successes in its slot. False if one did not.
+bool awaitProgress(const RankSlot* slots, int n, int ops, std::chrono::milliseconds limit);
+
 int64_t nowNs();  // steady_clock, comparable across processes on Linux
 
 // The code's name ("PeerLost"): coll::toString(ErrorCode).
