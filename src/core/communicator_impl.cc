@@ -288,12 +288,13 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
     return executeGroup(op, p, algorithm);
   }
   OpPlan plan;
-  algo::Schedule schedule;
+  const CachedSchedule* cached = nullptr;
   if (isPointToPoint(op.kind)) {
     plan.input = op.input;
     plan.output = op.output;
     p.count = op.count;
-    schedule = op.kind == OpKind::send ? algo::buildSend(p) : algo::buildRecv(p);
+    ScheduleKey key{nullptr, op.kind, op.count, p.elem_size, op.root, false, false};
+    cached = &schedules_.get(key, [&] { return op.kind == OpKind::send ? algo::buildSend(p) : algo::buildRecv(p); });
   } else {
     plan = planOp(op, rank_, size_);
     if (!plan.output) {
@@ -302,11 +303,13 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
     }
     p.count = plan.total_count;
     p.in_place = plan.in_place;
-    schedule = selector_->choose(plan.collective, op.bytes()).algorithm->build(p);
+    const algo::AlgorithmInfo* chosen = selector_->choose(plan.collective, op.bytes()).algorithm;
+    ScheduleKey key{chosen, op.kind, p.count, p.elem_size, p.root, p.in_place, p.average};
+    cached = &schedules_.get(key, [&] { return chosen->build(p); });
   }
-  *algorithm = schedule.algorithm;
-  COLL_RETURN_IF_ERROR(beginOp(issued, schedule.algorithm, refused));
-  COLL_RETURN_IF_ERROR(run(schedule, op, tag, plan.input, plan.output));
+  *algorithm = cached->schedule.algorithm;
+  COLL_RETURN_IF_ERROR(beginOp(issued, cached->schedule.algorithm, refused));
+  COLL_RETURN_IF_ERROR(run(*cached, op, tag, plan.input, plan.output));
   if (plan.result_destination) std::memcpy(plan.result_destination, workspace_.data() + plan.result_offset, plan.result_bytes);
   return Status::ok();
 }
@@ -345,23 +348,29 @@ Status CommunicatorImpl::executeGroup(const OpRequest& group, algo::BuildParams 
   return runContext(fused, ctx);
 }
 
-Status CommunicatorImpl::run(const algo::Schedule& schedule, const OpRequest& op, uint64_t tag, const void* input,
+Status CommunicatorImpl::run(const CachedSchedule& cached, const OpRequest& op, uint64_t tag, const void* input,
                              void* output) {
-  ExecContext ctx;
+  ExecContext& ctx = op_ctx_;
+  ctx.ops.clear();
   ctx.ops.push_back({input, output, tag});
   ctx.type = op.type;
   ctx.op = op.op;
-  return runContext(schedule, ctx);
+  prepareContext(ctx);
+  return coll::execute(cached.schedule, cached.plan, ctx, &exec_state_);
 }
 
 Status CommunicatorImpl::runContext(const algo::Schedule& schedule, ExecContext& ctx) {
+  prepareContext(ctx);
+  return coll::execute(schedule, ctx);
+}
+
+void CommunicatorImpl::prepareContext(ExecContext& ctx) {
   ctx.nranks = size_;
   ctx.deadline = transport::Clock::now() + config_.timeout;
   ctx.scratch = &scratch_;
   ctx.connect = [this, &ctx](int peer, transport::Connection** conn, transport::Transport** via) {
     return transports_.connect(peer, ctx.deadline, conn, via);
   };
-  return coll::execute(schedule, ctx);
 }
 
 std::string CommunicatorImpl::opLabel(const OpRequest& op, const std::string& algorithm) const {

@@ -13,6 +13,7 @@
 #include "coll/communicator.h"
 #include "core/config.h"
 #include "core/executor.h"
+#include "core/schedule_cache.h"
 #include "core/fork_guard.h"
 #include "core/ledger.h"
 #include "core/ledger_exchange.h"
@@ -69,7 +70,8 @@ class CommunicatorImpl final : private detail::OpDriver {
   void onFailure(OpRequest& op, Error error);
   Error withLedger(const OpRequest& op, const Error& error);
   void closeConnectionsNow(const std::string& reason);
-  Status run(const algo::Schedule& schedule, const OpRequest& op, uint64_t tag, const void* input, void* output);
+  Status run(const CachedSchedule& cached, const OpRequest& op, uint64_t tag, const void* input, void* output);
+  void prepareContext(ExecContext& ctx);  // deadline, scratch and connections for one run
   Status executeGroup(const OpRequest& group, algo::BuildParams p, std::string* algorithm);
   Status runContext(const algo::Schedule& schedule, ExecContext& ctx);
   void push(OpRequest op);
@@ -92,6 +94,9 @@ class CommunicatorImpl final : private detail::OpDriver {
   transport::TransportSet transports_;
   std::vector<char> scratch_;    // received slices awaiting reduction (engine_mu_ holder)
   std::vector<char> workspace_;  // reductions whose result is not the user's buffer
+  ScheduleCache schedules_;      // engine_mu_ holder
+  ExecState exec_state_;         // the executor's bookkeeping for ops' schedules (engine_mu_ holder)
+  ExecContext op_ctx_;           // run()'s, reused (engine_mu_ holder)
   uint8_t barrier_byte_[1] = {0};
   Ledger ledger_;
   std::unique_ptr<LedgerResponder> responder_;  // answers peers' questions about ledger_

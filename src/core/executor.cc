@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <map>
 
@@ -24,13 +25,12 @@ constexpr auto kMixedPollSlice = std::chrono::milliseconds(20);
 
 class Executor {
  public:
-  Executor(const algo::Schedule& s, ExecContext& ctx)
-      : s_(s), ctx_(ctx), waiting_(s.steps.size()), dependents_(s.steps.size()), done_(s.steps.size(), false),
-        fused_(s.steps.size(), false) {}
+  Executor(const algo::Schedule& s, const ExecPlan& plan, ExecContext& ctx, ExecState& state)
+      : s_(s), plan_(plan), ctx_(ctx), st_(state) {}
 
   Status run() {
     COLL_RETURN_IF_ERROR(prepare());
-    std::vector<transport::Completion> completions;
+    std::vector<transport::Completion>& completions = st_.completions;
     while (finished_ < s_.steps.size()) {
       COLL_RETURN_IF_ERROR(postReady());
       if (finished_ == s_.steps.size()) break;
@@ -44,24 +44,18 @@ class Executor {
   }
 
  private:
-  struct Queue {
-    std::vector<uint32_t> steps;  // in schedule order
-    size_t next = 0;              // first step not yet posted
-    transport::Connection* conn = nullptr;
-  };
-
   Status prepare() {
-    for (uint32_t i = 0; i < s_.steps.size(); ++i) {
-      const Step& step = s_.steps[i];
-      waiting_[i] = static_cast<uint32_t>(step.deps.size());
-      for (uint32_t d : step.deps) dependents_[d].push_back(i);
-      Queue& q = queueFor(step);
-      if (step.peer >= 0 && !q.conn) {
-        transport::Transport* via = nullptr;
-        COLL_RETURN_IF_ERROR(ctx_.connect(step.peer, &q.conn, &via));
-        if (std::find(active_.begin(), active_.end(), via) == active_.end()) active_.push_back(via);
-      }
-      q.steps.push_back(i);
+    const size_t n = s_.steps.size();
+    st_.waiting.assign(plan_.dep_count.begin(), plan_.dep_count.end());
+    st_.done.assign(n, 0);
+    st_.fused.assign(n, 0);
+    st_.lane_next.assign(plan_.lanes.size(), 0);
+    st_.lane_conn.assign(plan_.lanes.size(), nullptr);
+    st_.active.clear();
+    for (uint32_t l : plan_.connect_order) {
+      transport::Transport* via = nullptr;
+      COLL_RETURN_IF_ERROR(ctx_.connect(plan_.lanes[l].peer, &st_.lane_conn[l], &via));
+      if (std::find(st_.active.begin(), st_.active.end(), via) == st_.active.end()) st_.active.push_back(via);
     }
     if (ctx_.scratch->size() < s_.scratch_bytes) ctx_.scratch->resize(s_.scratch_bytes);
     return Status::ok();
@@ -71,15 +65,15 @@ class Executor {
   // others): poll all, then block on all at once in one poll() where each can be waited on by
   // descriptor, else in each in turn for a short slice, so neither starves.
   Status progress(std::vector<transport::Completion>* out) {
-    if (active_.empty()) return internalError("schedule waits for data but has no peers");
-    if (active_.size() == 1) return active_[0]->progress(out, ctx_.deadline);
-    for (transport::Transport* t : active_) COLL_RETURN_IF_ERROR(t->progress(out, transport::Clock::now()));
+    if (st_.active.empty()) return internalError("schedule waits for data but has no peers");
+    if (st_.active.size() == 1) return st_.active[0]->progress(out, ctx_.deadline);
+    for (transport::Transport* t : st_.active) COLL_RETURN_IF_ERROR(t->progress(out, transport::Clock::now()));
     if (!out->empty()) return Status::ok();
     if (blockOnAll()) {
-      for (transport::Transport* t : active_) COLL_RETURN_IF_ERROR(t->progress(out, transport::Clock::now()));
+      for (transport::Transport* t : st_.active) COLL_RETURN_IF_ERROR(t->progress(out, transport::Clock::now()));
       return Status::ok();
     }
-    for (transport::Transport* t : active_) {
+    for (transport::Transport* t : st_.active) {
       if (!out->empty()) break;
       COLL_RETURN_IF_ERROR(t->progress(out, std::min(ctx_.deadline, transport::Clock::now() + kMixedWaitSlice)));
     }
@@ -89,47 +83,41 @@ class Executor {
   // One poll() on every active transport's descriptors, at most kMixedPollSlice (transports
   // check their peers' liveness between waits). False: some transport cannot be polled.
   bool blockOnAll() {
-    fds_.clear();
-    for (transport::Transport* t : active_)
-      if (!t->pollFds(&fds_)) return false;
+    st_.fds.clear();
+    for (transport::Transport* t : st_.active)
+      if (!t->pollFds(&st_.fds)) return false;
     size_t armed = 0;
     bool news = false;
-    for (; armed < active_.size() && !news; ++armed) news = !active_[armed]->armForPoll();
+    for (; armed < st_.active.size() && !news; ++armed) news = !st_.active[armed]->armForPoll();
     if (!news) {
       auto wait = std::min<transport::Clock::duration>(ctx_.deadline - transport::Clock::now(), kMixedPollSlice);
       auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::max<transport::Clock::duration>(wait, {}));
       timespec ts{static_cast<time_t>(ns.count() / 1'000'000'000), static_cast<long>(ns.count() % 1'000'000'000)};
-      ::ppoll(fds_.data(), fds_.size(), &ts, nullptr);
+      ::ppoll(st_.fds.data(), st_.fds.size(), &ts, nullptr);
     }
-    for (size_t i = 0; i < armed; ++i) active_[i]->disarmAfterPoll();
+    for (size_t i = 0; i < armed; ++i) st_.active[i]->disarmAfterPoll();
     return true;
   }
 
-  Queue& queueFor(const Step& step) {
-    bool sending = step.kind == StepKind::send;
-    int key = step.peer < 0 ? -1 : step.peer * 2 + (sending ? 1 : 0);
-    return queues_[key];
-  }
-
-  // Posts queue heads whose dependencies are done until nothing changes. Transfers go first
-  // and local steps (copies, divisions: they run inline and may take milliseconds) last, so a
-  // root's copy of its own buffer overlaps the peers' reads instead of delaying them.
+  // Posts lane heads whose dependencies are done until nothing changes. Transfers go first
+  // and local steps (copies, divisions: they run inline and may take milliseconds) last (the
+  // plan's last lane), so a root's copy of its own buffer overlaps the peers' reads instead of
+  // delaying them.
   Status postReady() {
     bool progressed = true;
     while (progressed) {
       progressed = false;
-      for (auto& [key, q] : queues_)
-        if (key >= 0) COLL_RETURN_IF_ERROR(postHeads(q, &progressed));
-      auto local = queues_.find(-1);
-      if (local != queues_.end()) COLL_RETURN_IF_ERROR(postHeads(local->second, &progressed));
+      for (size_t l = 0; l < plan_.lanes.size(); ++l) COLL_RETURN_IF_ERROR(postHeads(l, &progressed));
     }
     return Status::ok();
   }
 
-  Status postHeads(Queue& q, bool* progressed) {
-    while (q.next < q.steps.size() && waiting_[q.steps[q.next]] == 0) {
-      COLL_RETURN_IF_ERROR(post(q.steps[q.next], q.conn));
-      ++q.next;
+  Status postHeads(size_t lane, bool* progressed) {
+    const std::vector<uint32_t>& steps = plan_.lanes[lane].steps;
+    size_t& next = st_.lane_next[lane];
+    while (next < steps.size() && st_.waiting[steps[next]] == 0) {
+      COLL_RETURN_IF_ERROR(post(steps[next], st_.lane_conn[lane]));
+      ++next;
       *progressed = true;
     }
     return Status::ok();
@@ -149,10 +137,10 @@ class Executor {
       case StepKind::send: conn->postSend(address(step.source, step, step.offset), step.bytes, tag, i); break;
       case StepKind::recv: conn->postRecv(address(algo::BufferId::output, step, step.offset), step.bytes, tag, i); break;
       case StepKind::recvReduce:
-        fused_[i] = conn->postRecvReduce(address(algo::BufferId::output, step, step.offset),
+        st_.fused[i] = conn->postRecvReduce(address(algo::BufferId::output, step, step.offset),
                                          address(step.source, step, step.offset), step.bytes, tag, i, ctx_.type,
                                          ctx_.op);
-        if (!fused_[i]) conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, tag, i);
+        if (!st_.fused[i]) conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, tag, i);
         break;
       case StepKind::copy:
         if (ctx_.ops[step.op_index].input != ctx_.ops[step.op_index].output)
@@ -169,11 +157,11 @@ class Executor {
   }
 
   Status onCompletion(const transport::Completion& c) {
-    if (c.cookie >= s_.steps.size() || done_[c.cookie]) return internalError("completion for an unknown step");
+    if (c.cookie >= s_.steps.size() || st_.done[c.cookie]) return internalError("completion for an unknown step");
     auto i = static_cast<uint32_t>(c.cookie);
     if (!c.status) return withStep(c.status, i);
     const Step& step = s_.steps[i];
-    if (step.kind == StepKind::recvReduce && !fused_[i]) {
+    if (step.kind == StepKind::recvReduce && !st_.fused[i]) {
       char* out = address(algo::BufferId::output, step, step.offset);
       const char* in = address(step.source, step, step.offset);
       const char* received = ctx_.scratch->data() + step.scratch_offset;
@@ -186,16 +174,16 @@ class Executor {
   }
 
   void finish(uint32_t i) {
-    done_[i] = true;
+    st_.done[i] = 1;
     ++finished_;
-    for (uint32_t d : dependents_[i]) --waiting_[d];
+    for (uint32_t k = plan_.dependent_begin[i]; k < plan_.dependent_begin[i + 1]; ++k) --st_.waiting[plan_.dependents[k]];
   }
 
   // The earliest step that was posted but has not finished: what we are stuck on.
   int64_t firstPending() const {
-    for (const auto& [key, q] : queues_)
-      for (size_t k = 0; k < q.next; ++k)
-        if (!done_[q.steps[k]]) return q.steps[k];
+    for (size_t l = 0; l < plan_.lanes.size(); ++l)
+      for (size_t k = 0; k < st_.lane_next[l]; ++k)
+        if (!st_.done[plan_.lanes[l].steps[k]]) return plan_.lanes[l].steps[k];
     return -1;
   }
 
@@ -215,19 +203,54 @@ class Executor {
   }
 
   const algo::Schedule& s_;
+  const ExecPlan& plan_;
   ExecContext& ctx_;
-  std::vector<uint32_t> waiting_;
-  std::vector<std::vector<uint32_t>> dependents_;
-  std::vector<bool> done_;
-  std::vector<bool> fused_;  // recvReduce steps the transport reduces as the bytes arrive
+  ExecState& st_;
   size_t finished_ = 0;
-  std::map<int, Queue> queues_;
-  std::vector<transport::Transport*> active_;  // transports this schedule's peers use
-  std::vector<pollfd> fds_;                    // blockOnAll()'s, kept to reuse the memory
 };
 
 }  // namespace
 
-Status execute(const algo::Schedule& schedule, ExecContext& ctx) { return Executor(schedule, ctx).run(); }
+ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
+  ExecPlan plan;
+  const size_t n = schedule.steps.size();
+  plan.dep_count.resize(n);
+  plan.dependent_begin.assign(n + 1, 0);
+  for (const Step& step : schedule.steps)
+    for (uint32_t d : step.deps) ++plan.dependent_begin[d + 1];
+  for (size_t i = 0; i < n; ++i) plan.dependent_begin[i + 1] += plan.dependent_begin[i];
+  plan.dependents.resize(plan.dependent_begin[n]);
+  std::vector<uint32_t> fill(plan.dependent_begin.begin(), plan.dependent_begin.end() - 1);
+  // Keyed peer * 2 + direction, local steps (-1) last: the order the lanes are posted in.
+  std::map<int, size_t> lane_of;
+  for (uint32_t i = 0; i < n; ++i) {
+    const Step& step = schedule.steps[i];
+    plan.dep_count[i] = static_cast<uint32_t>(step.deps.size());
+    for (uint32_t d : step.deps) plan.dependents[fill[d]++] = i;
+    bool sending = step.kind == StepKind::send;
+    lane_of.emplace(step.peer < 0 ? INT_MAX : step.peer * 2 + (sending ? 1 : 0), 0);
+  }
+  for (auto& [key, index] : lane_of) {
+    index = plan.lanes.size();
+    plan.lanes.push_back({key == INT_MAX ? -1 : key / 2, key != INT_MAX && key % 2 == 1, {}});
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const Step& step = schedule.steps[i];
+    int key = step.peer < 0 ? INT_MAX : step.peer * 2 + (step.kind == StepKind::send ? 1 : 0);
+    size_t lane = lane_of[key];
+    if (plan.lanes[lane].steps.empty() && step.peer >= 0) plan.connect_order.push_back(static_cast<uint32_t>(lane));
+    plan.lanes[lane].steps.push_back(i);
+  }
+  return plan;
+}
+
+Status execute(const algo::Schedule& schedule, const ExecPlan& plan, ExecContext& ctx, ExecState* state) {
+  return Executor(schedule, plan, ctx, *state).run();
+}
+
+Status execute(const algo::Schedule& schedule, ExecContext& ctx) {
+  ExecState state;
+  return execute(schedule, ExecPlan::of(schedule), ctx, &state);
+}
 
 }  // namespace coll

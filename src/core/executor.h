@@ -3,6 +3,8 @@
 // failure or at the op's deadline.
 #pragma once
 
+#include <poll.h>
+
 #include <functional>
 #include <vector>
 
@@ -31,7 +33,39 @@ struct ExecContext {
   std::vector<char>* scratch = nullptr;  // grown to schedule.scratch_bytes and reused
 };
 
+// What the executor derives from a Schedule before it can run it: dependency counts, who
+// waits on whom, and the steps of each (peer, direction) in order. Computed once per schedule,
+// so a schedule run again (schedule_cache.h) costs no allocation.
+struct ExecPlan {
+  struct Lane {
+    int peer = -1;  // -1: local steps (copies, divisions), always the last lane
+    bool sending = false;
+    std::vector<uint32_t> steps;  // in schedule order
+  };
+  std::vector<uint32_t> dep_count;        // per step
+  std::vector<uint32_t> dependent_begin;  // per step, +1: its dependents in dependents[begin, next)
+  std::vector<uint32_t> dependents;
+  std::vector<Lane> lanes;  // by (peer, direction), as posted
+  std::vector<uint32_t> connect_order;  // lanes with a peer, in the order the steps first meet them
+
+  static ExecPlan of(const algo::Schedule& schedule);
+};
+
+// The executor's per-run bookkeeping, kept between runs so its vectors keep their memory.
+struct ExecState {
+  std::vector<uint32_t> waiting;
+  std::vector<uint8_t> done;
+  std::vector<uint8_t> fused;  // recvReduce steps the transport reduces as the bytes arrive
+  std::vector<size_t> lane_next;  // per lane: first step not yet posted
+  std::vector<transport::Connection*> lane_conn;
+  std::vector<transport::Transport*> active;  // transports this schedule's peers use
+  std::vector<transport::Completion> completions;
+  std::vector<pollfd> fds;
+};
+
 // A failed Status names the peer, the cause and "step k/n"; the caller adds the op's name.
 Status execute(const algo::Schedule& schedule, ExecContext& ctx);
+// The same with the plan and the bookkeeping supplied (a cached schedule, a reused state).
+Status execute(const algo::Schedule& schedule, const ExecPlan& plan, ExecContext& ctx, ExecState* state);
 
 }  // namespace coll

@@ -78,15 +78,14 @@ Choice Selector::decide(algo::Collective collective, size_t bytes) const {
   return model;
 }
 
-Choice Selector::choose(algo::Collective collective, size_t bytes) {
+const Choice& Selector::choose(algo::Collective collective, size_t bytes) {
   auto key = std::make_pair(collective, bytes);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   Choice c = decide(collective, bytes);
   logOnce(collective, bytes, c);
   if (cache_.size() >= 4096) cache_.clear();  // bounded: odd sizes must not grow it forever
-  cache_.emplace(key, c);
-  return c;
+  return cache_.emplace(key, std::move(c)).first->second;
 }
 
 // One line per distinct (collective, algorithm, why): a trainer's thousands of steps log

@@ -42,7 +42,8 @@ class Selector {
   Selector(std::vector<AlgoRule> rules, const HostGrouping& hosts, size_t slice_bytes = 512 << 10)
       : Selector(std::move(rules), topologyFromGrouping(hosts), slice_bytes) {}
 
-  Choice choose(algo::Collective collective, size_t bytes);
+  // The reference stays valid until the next call (the memo is bounded).
+  const Choice& choose(algo::Collective collective, size_t bytes);
   // The cost model's choice alone (no rule, no tuning): what --explain and autotune compare.
   Choice modelChoice(algo::Collective collective, size_t bytes) const;
   const Topology& topology() const { return topology_; }
