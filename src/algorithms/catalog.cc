@@ -7,6 +7,7 @@
 #include "algorithms/hierarchical_allreduce.h"
 #include "algorithms/ring_collectives.h"
 #include "algorithms/ring_allreduce.h"
+#include "algorithms/rd_allreduce.h"
 #include "algorithms/rhd_allreduce.h"
 #include "algorithms/tree_allreduce.h"
 
@@ -42,6 +43,7 @@ const std::vector<AlgorithmInfo>& catalog() {
       {Collective::allreduce, "hierarchical", buildHierarchicalAllreduce},
       {Collective::allreduce, "tree", buildTreeAllreduce},
       {Collective::allreduce, "rhd", buildRhdAllreduce},
+      {Collective::allreduce, "rd", buildRdAllreduce},
       {Collective::broadcast, "chain", buildChainBroadcast},
       {Collective::broadcast, "direct", buildDirectBroadcast},
       {Collective::broadcast, "binomial", buildBinomialBroadcast},

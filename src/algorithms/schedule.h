@@ -31,6 +31,13 @@ struct Step {
   uint32_t phase = 0;                  // the algorithm's step number, for error messages
   uint16_t op_index = 0;               // which op's buffers and tag (several when ops are fused)
   std::vector<uint32_t> deps;          // indices of steps that must finish first
+  // recvReduce only. reduce_after >= 0: the message lands in scratch without waiting for
+  // step reduce_after (this rank's send of the same bytes in an exchange, which a transport
+  // may still be reading, as CMA does), and is combined once that step finished.
+  // received_first: combine as message op source, so both partners of an exchange compute
+  // the same expression (min and max are not bitwise commutative on -0 and NaN).
+  int32_t reduce_after = -1;
+  bool received_first = false;
 };
 
 // Rules the builders follow and the executor relies on:

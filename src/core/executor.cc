@@ -49,6 +49,7 @@ class Executor {
     st_.waiting.assign(plan_.dep_count.begin(), plan_.dep_count.end());
     st_.done.assign(n, 0);
     st_.fused.assign(n, 0);
+    st_.arrived.assign(n, 0);
     st_.lane_next.assign(plan_.lanes.size(), 0);
     st_.lane_conn.assign(plan_.lanes.size(), nullptr);
     st_.active.clear();
@@ -137,7 +138,7 @@ class Executor {
       case StepKind::send: conn->postSend(address(step.source, step, step.offset), step.bytes, tag, i); break;
       case StepKind::recv: conn->postRecv(address(algo::BufferId::output, step, step.offset), step.bytes, tag, i); break;
       case StepKind::recvReduce:
-        st_.fused[i] = conn->postRecvReduce(address(algo::BufferId::output, step, step.offset),
+        st_.fused[i] = step.reduce_after < 0 && conn->postRecvReduce(address(algo::BufferId::output, step, step.offset),
                                          address(step.source, step, step.offset), step.bytes, tag, i, ctx_.type,
                                          ctx_.op);
         if (!st_.fused[i]) conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, tag, i);
@@ -162,21 +163,37 @@ class Executor {
     if (!c.status) return withStep(c.status, i);
     const Step& step = s_.steps[i];
     if (step.kind == StepKind::recvReduce && !st_.fused[i]) {
-      char* out = address(algo::BufferId::output, step, step.offset);
-      const char* in = address(step.source, step, step.offset);
-      const char* received = ctx_.scratch->data() + step.scratch_offset;
-      size_t elems = step.bytes / sizeOf(ctx_.type);
-      if (in == out) reduce::reduceInto(out, received, elems, ctx_.type, ctx_.op);
-      else reduce::reduce(out, in, received, elems, ctx_.type, ctx_.op);
+      if (step.reduce_after >= 0 && !st_.done[step.reduce_after]) {
+        st_.arrived[i] = 1;  // finish() of reduce_after combines it
+        return Status::ok();
+      }
+      combine(step);
     }
     finish(i);
     return Status::ok();
+  }
+
+  // A received slice (in scratch) into the output.
+  void combine(const Step& step) {
+    char* out = address(algo::BufferId::output, step, step.offset);
+    const char* in = address(step.source, step, step.offset);
+    const char* received = ctx_.scratch->data() + step.scratch_offset;
+    size_t elems = step.bytes / sizeOf(ctx_.type);
+    if (step.received_first) reduce::reduce(out, received, in, elems, ctx_.type, ctx_.op);
+    else if (in == out) reduce::reduceInto(out, received, elems, ctx_.type, ctx_.op);
+    else reduce::reduce(out, in, received, elems, ctx_.type, ctx_.op);
   }
 
   void finish(uint32_t i) {
     st_.done[i] = 1;
     ++finished_;
     for (uint32_t k = plan_.dependent_begin[i]; k < plan_.dependent_begin[i + 1]; ++k) --st_.waiting[plan_.dependents[k]];
+    const int32_t waiter = plan_.reduce_waiter[i];
+    if (waiter >= 0 && st_.arrived[waiter]) {
+      st_.arrived[waiter] = 0;
+      combine(s_.steps[waiter]);
+      finish(static_cast<uint32_t>(waiter));
+    }
   }
 
   // The earliest step that was posted but has not finished: what we are stuck on.
@@ -215,6 +232,7 @@ ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
   ExecPlan plan;
   const size_t n = schedule.steps.size();
   plan.dep_count.resize(n);
+  plan.reduce_waiter.assign(n, -1);
   plan.dependent_begin.assign(n + 1, 0);
   for (const Step& step : schedule.steps)
     for (uint32_t d : step.deps) ++plan.dependent_begin[d + 1];
@@ -226,6 +244,7 @@ ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
   for (uint32_t i = 0; i < n; ++i) {
     const Step& step = schedule.steps[i];
     plan.dep_count[i] = static_cast<uint32_t>(step.deps.size());
+    if (step.kind == StepKind::recvReduce && step.reduce_after >= 0) plan.reduce_waiter[step.reduce_after] = static_cast<int32_t>(i);
     for (uint32_t d : step.deps) plan.dependents[fill[d]++] = i;
     bool sending = step.kind == StepKind::send;
     lane_of.emplace(step.peer < 0 ? INT_MAX : step.peer * 2 + (sending ? 1 : 0), 0);

@@ -45,6 +45,7 @@ struct ExecPlan {
   std::vector<uint32_t> dep_count;        // per step
   std::vector<uint32_t> dependent_begin;  // per step, +1: its dependents in dependents[begin, next)
   std::vector<uint32_t> dependents;
+  std::vector<int32_t> reduce_waiter;     // per step: the recvReduce whose combining waits for it, or -1
   std::vector<Lane> lanes;  // by (peer, direction), as posted
   std::vector<uint32_t> connect_order;  // lanes with a peer, in the order the steps first meet them
 
@@ -55,7 +56,8 @@ struct ExecPlan {
 struct ExecState {
   std::vector<uint32_t> waiting;
   std::vector<uint8_t> done;
-  std::vector<uint8_t> fused;  // recvReduce steps the transport reduces as the bytes arrive
+  std::vector<uint8_t> fused;    // recvReduce steps the transport reduces as the bytes arrive
+  std::vector<uint8_t> arrived;  // recvReduce steps received, their combining held back (reduce_after)
   std::vector<size_t> lane_next;  // per lane: first step not yet posted
   std::vector<transport::Connection*> lane_conn;
   std::vector<transport::Transport*> active;  // transports this schedule's peers use

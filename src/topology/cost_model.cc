@@ -101,6 +101,19 @@ Prediction rhdAllreduce(const Net& x) {
   return ok(steps * x.alphaAny() + x.move(per_rank, per_link) + (x.n - 1) / x.n * x.S / x.g + extra);
 }
 
+// Recursive doubling: log2 p exchanges of the whole buffer (non powers of two fold the extra
+// ranks in and out: 2 more steps). Nearest partners first, so with ranks numbered host by host
+// the first steps stay inside a host and only the last ceil(log2 H) cross, each with all L
+// ranks of a host sending their whole buffer over its link.
+Prediction rdAllreduce(const Net& x) {
+  double p = std::exp2(std::floor(std::log2(x.n)));
+  double steps = std::log2(p);
+  double crossing = x.multi ? std::min(steps, log2ceil(x.H)) : 0;
+  double extra = p == x.n ? 0 : 2 * (x.alphaAny() + x.S / x.betaSlowest());
+  double per_link = crossing * x.L * x.S / kUnpipelinedLinkEfficiency;
+  return ok(crossing * x.ae + (steps - crossing) * x.ai + x.move(steps * x.S, per_link) + steps * x.S / x.g + extra);
+}
+
 // Root -> root+1 -> ... slice by slice: the first slice takes n-1 hops, each further slice
 // one slice time at the slowest link.
 Prediction chainBroadcast(const Net& x) {
@@ -149,6 +162,7 @@ Prediction predictTime(algo::Collective c, const char* a, size_t bytes, const To
       if (is(a, "hierarchical")) return hierarchicalAllreduce(x, topo);
       if (is(a, "tree")) return treeAllreduce(x);
       if (is(a, "rhd")) return rhdAllreduce(x);
+      if (is(a, "rd")) return rdAllreduce(x);
       break;
     case Collective::broadcast:
       if (is(a, "chain")) return chainBroadcast(x);

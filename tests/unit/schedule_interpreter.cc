@@ -83,6 +83,8 @@ class Simulation {
     std::vector<uint32_t> waiting;
     std::vector<std::vector<uint32_t>> dependents;
     std::vector<bool> done;
+    std::vector<int32_t> reduce_waiter;  // per step: the recvReduce whose combining waits for it
+    std::vector<bool> held;              // recvReduce steps received, waiting for reduce_after
     std::map<int, Queue> queues;
     size_t finished = 0;
   };
@@ -145,8 +147,16 @@ class Simulation {
     st.waiting.assign(n_steps, 0);
     st.dependents.assign(n_steps, {});
     st.done.assign(n_steps, false);
+    st.reduce_waiter.assign(n_steps, -1);
+    st.held.assign(n_steps, false);
     for (uint32_t i = 0; i < n_steps; ++i) {
       const Step& step = st.s.steps[i];
+      if (step.reduce_after >= 0) {
+        if (step.kind != StepKind::recvReduce || static_cast<uint32_t>(step.reduce_after) >= n_steps ||
+            st.reduce_waiter[step.reduce_after] >= 0)
+          return where(r, i) + " has a bad reduce_after";
+        st.reduce_waiter[step.reduce_after] = static_cast<int32_t>(i);
+      }
       for (uint32_t d : step.deps)
         if (d >= i) return where(r, i) + " depends on a later step " + std::to_string(d);
       st.waiting[i] = static_cast<uint32_t>(step.deps.size());
@@ -183,6 +193,23 @@ class Simulation {
     st.done[i] = true;
     ++st.finished;
     for (uint32_t d : st.dependents[i]) --st.waiting[d];
+    const int32_t waiter = st.reduce_waiter[i];
+    if (waiter >= 0 && st.held[waiter]) {
+      st.held[waiter] = false;
+      combine(r, ranks_[r].s.steps[waiter]);
+      finish(r, static_cast<uint32_t>(waiter));
+    }
+  }
+
+  // output = source op received (a sum: commutative, so received_first changes nothing here)
+  void combine(int d, const Step& recv) {
+    const size_t es = c_.elem_size;
+    auto& out = ranks_[d].output;
+    const auto& in = buffer(d, recv.source);
+    const auto& scratch = ranks_[d].scratch;
+    for (size_t b = 0; b < recv.bytes; b += es)
+      putElem(out, recv.offset + b, es,
+              (getElem(in, recv.offset + b, es) + getElem(scratch, recv.scratch_offset + b, es)) & widthMask(es));
   }
 
   void postReady(int r) {
@@ -276,15 +303,12 @@ class Simulation {
       case EventKind::complete: {  // the receiver sees the completion (and reduces)
         RecvEntry& re = c.recvs[e.seq];
         const Step& recv = ranks_[d].s.steps[re.step];
-        if (recv.kind == StepKind::recvReduce) {  // output = source op received
-          const size_t es = c_.elem_size;
-          auto& out = ranks_[d].output;
-          const auto& in = buffer(d, recv.source);
-          const auto& scratch = ranks_[d].scratch;
-          for (size_t b = 0; b < recv.bytes; b += es)
-            putElem(out, recv.offset + b, es,
-                    (getElem(in, recv.offset + b, es) + getElem(scratch, recv.scratch_offset + b, es)) &
-                        widthMask(es));
+        if (recv.kind == StepKind::recvReduce) {
+          if (recv.reduce_after >= 0 && !ranks_[d].done[recv.reduce_after]) {
+            ranks_[d].held[re.step] = true;  // combined when reduce_after finishes
+            break;
+          }
+          combine(d, recv);
         }
         finish(d, re.step);
         break;

@@ -136,10 +136,13 @@ TEST(Selector, FourHostsOfOneNeverChooseHierarchical) {
   for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 4) expectCheapestAndExplained(s, Collective::broadcast, bytes);
 }
 
-TEST(Selector, BalancedHostsSwitchFromDirectToHierarchical) {
+TEST(Selector, BalancedHostsSwitchFromFewestStepsToHierarchical) {
   for (auto [hosts, per_host] : {std::pair{2, 2}, std::pair{4, 2}}) {
     Selector s({}, fake(hosts, per_host));
-    EXPECT_STREQ(pick(s, Collective::allreduce, 8), "direct") << hosts << "x" << per_host << ": fewest steps";
+    // 2 x 2: rd's one intra-host and one inter-host step; 4 x 2: direct's two inter-host
+    // steps against rd's one intra-host and two inter-host ones.
+    EXPECT_STREQ(pick(s, Collective::allreduce, 8), hosts == 2 ? "rd" : "direct") << hosts << "x" << per_host
+                                                                                  << ": fewest steps";
     EXPECT_STREQ(pick(s, Collective::allreduce, 1 << 20), "hierarchical") << hosts << "x" << per_host;
     EXPECT_STREQ(pick(s, Collective::allreduce, 256 << 20), "hierarchical") << "each host link carries the buffer once";
     for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 4) expectCheapestAndExplained(s, Collective::allreduce, bytes);

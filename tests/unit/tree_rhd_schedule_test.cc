@@ -1,4 +1,5 @@
-// The double binary tree and recursive halving-doubling all-reduce schedules, run by the
+// The double binary tree, recursive halving-doubling and recursive doubling (rd) all-reduce
+// schedules, run by the
 // in-memory interpreter (schedule_interpreter.h) on world sizes 1..9 and 16: powers of two,
 // odd sizes (the tree's shifted mirror) and non-powers of two (halving-doubling's fold).
 // The interpreter reduces by element width (1, 2, 4, 8 bytes), which is all a schedule sees of
@@ -87,6 +88,8 @@ size_t expectedSentBytes(const std::string& algorithm, int rank, int n, size_t c
   const int p2 = hd::powerOfTwoFloor(n), v = hd::virtualRank(rank, n);
   const hd::FoldRole role = hd::foldRole(rank, n);
   if (role == hd::FoldRole::donor) return count * es;
+  if (algorithm == "rd")  // the whole buffer every step, and back to the donor
+    return (static_cast<size_t>(hd::log2Floor(n)) + (role == hd::FoldRole::absorber ? 1 : 0)) * count * es;
   auto bytesOf = [&](hd::BlockRange b) {
     size_t elems = 0;
     for (int c = b.first; c < b.last; ++c) elems += ring::chunk(count, p2, c).count;
@@ -124,12 +127,15 @@ TEST_P(TreeAndRhdSchedules, AverageDividesEachElementOnce) {
     for (const Step& st : build(c, r).steps)
       if (st.kind == StepKind::divide)
         for (size_t b = st.offset; b < st.offset + st.bytes; b += c.elem_size) ++divided[b / c.elem_size];
-  for (size_t i = 0; i < c.count; ++i) ASSERT_EQ(divided[i], n() > 1 ? 1 : 0) << "element " << i;
+  // rd: every rank that takes part holds the whole sum and divides it itself (the same bits in,
+  // the same bits out); donors get the quotient from their absorber.
+  const int dividers = std::string(algorithm()) == "rd" ? hd::powerOfTwoFloor(n()) : 1;
+  for (size_t i = 0; i < c.count; ++i) ASSERT_EQ(divided[i], n() > 1 ? dividers : 0) << "element " << i;
 }
 
 // The passing runs above mean something: the same schedules with a forgotten dependency fail.
 TEST(TreeAndRhdSchedulesBroken, TheInterpreterNotices) {
-  for (const char* algorithm : {"tree", "rhd"})
+  for (const char* algorithm : {"tree", "rhd", "rd"})
     for (StepKind kind : {StepKind::send, StepKind::recvReduce, StepKind::divide}) {
       SimConfig c;
       c.algorithm = algorithm;
@@ -146,8 +152,23 @@ TEST(TreeAndRhdSchedulesBroken, TheInterpreterNotices) {
     }
 }
 
+// rd in place: combining the partner's data before this rank's own send of the same bytes
+// left corrupts what the partner receives when the transport reads late (rendezvous).
+TEST(RdScheduleBroken, CombiningBeforeTheSendLeftIsNoticed) {
+  bool noticed = false;
+  for (uint64_t seed = 1; seed <= 30 && !noticed; ++seed) {
+    SimConfig c;
+    c.algorithm = "rd";
+    c.n = 4, c.count = 997, c.slice_bytes = 64, c.in_place = true, c.mode = Mode::rendezvous, c.seed = seed;
+    noticed = !runSimulation(c, [](int, Schedule& s) {
+                 for (Step& st : s.steps) st.reduce_after = -1;
+               }).empty();
+  }
+  EXPECT_TRUE(noticed);
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSize, TreeAndRhdSchedules,
-                         ::testing::Combine(::testing::Values("tree", "rhd"),
+                         ::testing::Combine(::testing::Values("tree", "rhd", "rd"),
                                             ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 16)),
                          [](const ::testing::TestParamInfo<Param>& info) {
                            return std::string(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param));
