@@ -17,6 +17,14 @@ struct Net {
   double S;            // bytes
   double slice;        // pipelining unit (B)
 
+  // The software cost of one more message in a step (posting, matching and completing it),
+  // as a quarter of the intra-host α (a shared-memory step is nearly all software, and part
+  // of it is waiting for the peer, which extra messages of the same step overlap). Measured
+  // here, 4 ranks on one host (all_reduce_perf -z 2, forced): at 8 B rd (2 steps, one
+  // message each way) 10-11 us, direct (2 steps of 3) 17-24 us, rhd (4 steps of 1) 16-22 us;
+  // at 64 KiB direct 85-91 us, rhd 96-101 us. α/4 orders them so; α/2 would put rhd first at
+  // 64 KiB.
+  double perMessage() const { return ai / 4; }
   double alphaAny() const { return multi ? ae : ai; }             // a step that may cross hosts
   double betaSlowest() const { return multi ? std::min(be, bi) : bi; }
   // Time to move `per_rank` bytes into every rank inside hosts and `per_host_link` bytes over
@@ -60,13 +68,16 @@ Prediction ringAllreduce(const Net& x) {
   return ok(2 * (x.n - 1) * x.alphaAny() + x.move(share, share) + (x.n - 1) / x.n * x.S / x.g);
 }
 
-// Two-shot: every rank sends chunk c to rank c, which reduces and sends it to all: 2 steps.
+// Two-shot: every rank sends chunk c to rank c, which reduces and sends it to all: 2 steps
+// of n-1 messages each.
 // A host's link carries L(n-L)/n of the buffer per step (each of its L ranks sends the n-L
 // foreign chunks), a rank receives (n-1)/n per step.
 Prediction directAllreduce(const Net& x) {
   double per_rank = 2 * (x.n - 1) / x.n * x.S;
   double per_link = 2 * x.L * (x.n - x.L) / x.n * x.S / kUnpipelinedLinkEfficiency;
-  return ok(2 * x.alphaAny() + x.move(per_rank, per_link) + (x.n - 1) / x.n * x.S / x.g);
+  double extra_messages = 2 * (x.n - 2);  // n-1 each step where one would do
+  return ok(2 * x.alphaAny() + extra_messages * x.perMessage() + x.move(per_rank, per_link) +
+            (x.n - 1) / x.n * x.S / x.g);
 }
 
 // Intra-host direct reduce-scatter (1 step), a ring over the H hosts per local rank

@@ -109,10 +109,11 @@ void expectCheapestAndExplained(Selector& s, Collective c, size_t bytes) {
   }
 }
 
-TEST(Selector, OneHostChoosesDirectAtEverySize) {
+TEST(Selector, OneHostChoosesRdWhenSmallThenDirect) {
   Selector s({}, fake(1, 4));
   for (size_t bytes : {size_t{8}, size_t{64} << 10, size_t{256} << 20}) {
-    EXPECT_STREQ(pick(s, Collective::allreduce, bytes), "direct") << bytes;
+    EXPECT_STREQ(pick(s, Collective::allreduce, bytes), bytes == 8 ? "rd" : "direct")
+        << bytes << ": 2 steps of one message, then 2 steps of one read per peer";
     EXPECT_STREQ(pick(s, Collective::broadcast, bytes), "direct") << bytes;
     expectCheapestAndExplained(s, Collective::allreduce, bytes);
   }
@@ -125,7 +126,7 @@ TEST(Selector, OneHostChoosesDirectAtEverySize) {
 
 TEST(Selector, FourHostsOfOneNeverChooseHierarchical) {
   Selector s({}, fake(4, 1));
-  EXPECT_STREQ(pick(s, Collective::allreduce, 8), "direct") << "2 steps beat 6";
+  EXPECT_STREQ(pick(s, Collective::allreduce, 8), "rd") << "2 steps of one message beat 2 of 3, and 6";
   EXPECT_STREQ(pick(s, Collective::allreduce, 256 << 20), "ring") << "pipelined: the link's full rate";
   Choice c = s.choose(Collective::allreduce, 1 << 28);
   EXPECT_NE(describeRejected(c.rejected).find("hierarchical: needs every host to hold the same number (>1)"),
@@ -139,10 +140,9 @@ TEST(Selector, FourHostsOfOneNeverChooseHierarchical) {
 TEST(Selector, BalancedHostsSwitchFromFewestStepsToHierarchical) {
   for (auto [hosts, per_host] : {std::pair{2, 2}, std::pair{4, 2}}) {
     Selector s({}, fake(hosts, per_host));
-    // 2 x 2: rd's one intra-host and one inter-host step; 4 x 2: direct's two inter-host
-    // steps against rd's one intra-host and two inter-host ones.
-    EXPECT_STREQ(pick(s, Collective::allreduce, 8), hosts == 2 ? "rd" : "direct") << hosts << "x" << per_host
-                                                                                  << ": fewest steps";
+    // rd: one intra-host step, then log2 H inter-host ones, one message each; direct: two
+    // inter-host steps of n-1 messages.
+    EXPECT_STREQ(pick(s, Collective::allreduce, 8), "rd") << hosts << "x" << per_host << ": fewest messages";
     EXPECT_STREQ(pick(s, Collective::allreduce, 1 << 20), "hierarchical") << hosts << "x" << per_host;
     EXPECT_STREQ(pick(s, Collective::allreduce, 256 << 20), "hierarchical") << "each host link carries the buffer once";
     for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 4) expectCheapestAndExplained(s, Collective::allreduce, bytes);
@@ -156,9 +156,9 @@ TEST(Selector, LinkFiguresMoveTheCrossover) {
   Selector fast({}, fake(4, 2, 2.5, 10.1, 5, 0.1195));
   EXPECT_STREQ(pick(slow, Collective::allreduce, 128 << 10), "direct");
   EXPECT_STREQ(pick(fast, Collective::allreduce, 128 << 10), "hierarchical");
-  // A network as fast as memory: one host's rules again, direct up to large sizes.
+  // A network as fast as memory: splitting the work by host buys nothing.
   Selector flat({}, fake(2, 2, 2.5, 10.1, 2.5, 10.1));
-  EXPECT_STREQ(pick(flat, Collective::allreduce, 64 << 10), "direct");
+  EXPECT_STRNE(pick(flat, Collective::allreduce, 64 << 10), "hierarchical");
 }
 
 TEST(Selector, UnevenHostsFallBackFromHierarchicalWithAReason) {
@@ -189,7 +189,7 @@ TEST(Selector, TuningOverridesTheModelWithinItsRange) {
   Choice c = s.choose(Collective::allreduce, 1 << 20);
   EXPECT_STREQ(c.algorithm->name, "ring");
   EXPECT_NE(c.reason.find("COLL_TUNE"), std::string::npos);
-  EXPECT_STREQ(pick(s, Collective::allreduce, 8), "direct") << "outside the tuned range the model decides";
+  EXPECT_STREQ(pick(s, Collective::allreduce, 8), "rd") << "outside the tuned range the model decides";
 }
 
 // Logging is configured once per process, on first use, from the environment: set it before
@@ -204,7 +204,7 @@ TEST(Selector, LogsEachDistinctChoiceOnceWithRejectedCandidates) {
   s.choose(Collective::allreduce, 16);
   s.choose(Collective::allreduce, 256 << 20);
   std::string log = testing::internal::GetCapturedStderr();
-  EXPECT_NE(log.find("allreduce of 8 B -> direct, predicted"), std::string::npos) << log;
+  EXPECT_NE(log.find("allreduce of 8 B -> rd, predicted"), std::string::npos) << log;
   EXPECT_EQ(log.find("allreduce of 16 B"), std::string::npos) << "same choice: logged once\n" << log;
   EXPECT_NE(log.find("-> hierarchical"), std::string::npos) << log;
   EXPECT_NE(log.find("rejected: "), std::string::npos) << log;
@@ -220,7 +220,7 @@ HostGrouping hostsOf(int num_hosts) {
 TEST(Selector, AGroupingWithoutRanksUsesDefaultFigures) {
   Selector s({}, hostsOf(4));
   EXPECT_EQ(s.topology().numHosts(), 4);
-  EXPECT_STREQ(pick(s, Collective::allreduce, 8), "direct");
+  EXPECT_STREQ(pick(s, Collective::allreduce, 8), "rd");
 }
 
 }  // namespace
