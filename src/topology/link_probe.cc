@@ -4,6 +4,7 @@
 #include <chrono>
 #include <vector>
 
+#include "algorithms/patterns/ring.h"
 #include "algorithms/schedule_builder.h"
 #include "core/log.h"
 #include "reduce/reduce.h"
@@ -99,6 +100,50 @@ Status probeClass(const ProbeContext& ctx, const char* name, int a, int b, LinkP
   return Status::ok();
 }
 
+// One round of every rank sending 8 B to its right ring neighbour while receiving from its
+// left: a step as a collective takes it, with every rank of the job busy at once.
+algo::Schedule shiftSchedule(int rank, int n) {
+  algo::ScheduleBuilder b("probe", 2);
+  b.add({algo::StepKind::send, algo::BufferId::input, algo::ring::right(rank, n), 0, kSmall, 0, 0}, {0}, {});
+  b.add({algo::StepKind::recv, algo::BufferId::output, algo::ring::left(rank, n), 0, kSmall, 0, 0}, {}, {1});
+  return b.finish();
+}
+
+// The loaded step: each rank's median of kPingPongs ring-shift rounds, the largest agreed
+// through the store (one store round trip per rank: 400 ranks read 400 keys once). An idle pair's ping-pong undercounts a collective's step wherever ranks share cores
+// or a host's link: on the simulated 4 x 2 cluster (8 ranks, 2 cores) a step costs 60-90 us
+// against an idle ping-pong of 7-28 us.
+Status probeLoadedStep(const ProbeContext& ctx, int nranks, double* seconds) {
+  std::vector<char> in(kSmall), out(kSmall);
+  std::vector<double> rounds(kPingPongs);
+  for (int r = 0; r < kPingPongs; ++r) {
+    ExecContext ec;
+    ec.ops.push_back({in.data(), out.data(), (static_cast<uint64_t>(r) << 8) | kProbeShiftWireKind});
+    ec.type = DataType::u8;
+    auto t0 = Clock::now();
+    Status st = ctx.run(shiftSchedule(ctx.rank, nranks), ec);
+    rounds[r] = secondsSince(t0);
+    if (!st) return Status(st.code(), format("link probe (ring shift): %s", st.message().c_str()), st.peer());
+  }
+  std::nth_element(rounds.begin(), rounds.begin() + kPingPongs / 2, rounds.end());
+  const std::string key = ctx.key_prefix + "topo/probe/loaded_step/";
+  COLL_RETURN_IF_ERROR(ctx.store->set(key + std::to_string(ctx.rank), format("%.9g", rounds[kPingPongs / 2]), ctx.deadline));
+  *seconds = 0;
+  for (int r = 0; r < nranks; ++r) {  // the slowest rank's median: it sets the pace
+    std::string value;
+    COLL_RETURN_IF_ERROR(ctx.store->get(key + std::to_string(r), &value, ctx.deadline));
+    *seconds = std::max(*seconds, std::atof(value.c_str()));
+  }
+  return Status::ok();
+}
+
+// A link class's α is what a step costs under load, never less than the idle ping-pong.
+void applyLoadedStep(double loaded, LinkParams* link) {
+  if (loaded <= link->alpha_s) return;
+  link->alpha_s = loaded;
+  link->source += format(", alpha from the loaded ring shift (%.1f us)", loaded * 1e6);
+}
+
 // Each host's first rank measures the kernel; the slowest host's figure is what all use.
 Status agreeGamma(const ProbeContext& ctx, Topology* topo) {
   for (const auto& host : topo->ranks_of_host)
@@ -143,6 +188,11 @@ Status probeLinks(const ProbeContext& ctx, Topology* topo) {
   if (topo->numHosts() > 1)
     COLL_RETURN_IF_ERROR(probeClass(ctx, "inter_host", topo->ranks_of_host[0].back(), topo->ranks_of_host[1].front(),
                                     &topo->inter));
+  // The ring crosses hosts where there are several, so its pace is the inter-host step's.
+  double loaded = 0;
+  COLL_RETURN_IF_ERROR(probeLoadedStep(ctx, topo->nranks, &loaded));
+  applyLoadedStep(loaded, topo->numHosts() > 1 ? &topo->inter : &topo->intra);
+  COLL_INFO("TOPO", "loaded step (every rank shifting 8 B round the ring): %.1f us", loaded * 1e6);
   COLL_RETURN_IF_ERROR(agreeGamma(ctx, topo));
   COLL_INFO("TOPO", "probe took %.1f ms; gamma %.2f GB/s", secondsSince(t0) * 1e3, topo->gamma_Bps / 1e9);
   return Status::ok();

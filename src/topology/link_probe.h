@@ -9,8 +9,10 @@
 // skipped where the first took over 10 ms (slow links are measured well enough by one). It
 // publishes the figures in the store and every rank reads the same ones: the values are
 // agreed. γ is the reduction kernel's speed (f32 sum of 2 MiB, best of 3) on the first rank of
-// each host; all ranks take the minimum. On a 1 Gbit/s link the probe takes about 40 ms, on
-// one host about 1 ms.
+// each host; all ranks take the minimum. Then every rank shifts 8 B round the ring 16 times
+// (the loaded step): a link class whose idle ping-pong is faster than a step under the whole
+// job's load takes the loaded figure as its α (the inter-host class where there are several
+// hosts). On a 1 Gbit/s link the probe takes about 40 ms, on one host about 1 ms.
 #pragma once
 
 #include <functional>
@@ -21,8 +23,10 @@
 
 namespace coll::topology {
 
-// The wire kind of the probe's messages (collectives use OpKind values, COLL_CHECK 0xC0).
+// The wire kinds of the probe's messages (collectives use OpKind values, COLL_CHECK 0xC0,
+// autotune 0xB1).
 constexpr uint64_t kProbeWireKind = 0xB0;
+constexpr uint64_t kProbeShiftWireKind = 0xB2;
 
 using RunProbeSchedule = std::function<Status(const algo::Schedule&, ExecContext&)>;
 

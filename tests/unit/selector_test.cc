@@ -150,11 +150,11 @@ TEST(Selector, BalancedHostsSwitchFromFewestStepsToHierarchical) {
 }
 
 TEST(Selector, LinkFiguresMoveTheCrossover) {
-  // Slow inter-host latency favours direct's 2 steps for longer; a fast network favours
-  // hierarchical from smaller sizes.
+  // Slow inter-host latency favours rd's 2 inter-host steps of one message for longer; a fast
+  // network favours hierarchical from smaller sizes.
   Selector slow({}, fake(4, 2, 2.5, 10.1, 1000, 0.1195));
   Selector fast({}, fake(4, 2, 2.5, 10.1, 5, 0.1195));
-  EXPECT_STREQ(pick(slow, Collective::allreduce, 128 << 10), "direct");
+  EXPECT_STREQ(pick(slow, Collective::allreduce, 128 << 10), "rd");
   EXPECT_STREQ(pick(fast, Collective::allreduce, 128 << 10), "hierarchical");
   // A network as fast as memory: splitting the work by host buys nothing.
   Selector flat({}, fake(2, 2, 2.5, 10.1, 2.5, 10.1));
