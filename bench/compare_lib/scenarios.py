@@ -191,7 +191,10 @@ class LocalScenario(Scenario):
         self.sizes = args.size_list or LOCAL_SIZES
 
     def launch_coll(self, args, timeout):
-        return run_cmd([str(self.build / "bin/collrun"), "-n", str(self.n)] + args, timeout)
+        # Pinned where the ranks fit the cores, as Open MPI binds its own by default (to cores,
+        # for 2 ranks); unpinned, 2 ranks' small-message times swing from launch to launch.
+        bind = "core" if self.n <= (os.cpu_count() or 1) else "none"
+        return run_cmd([str(self.build / "bin/collrun"), "--bind-to", bind, "-n", str(self.n)] + args, timeout)
 
     def launch_mpi(self, system, args, timeout):
         launcher = (["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"] if system == "openmpi"

@@ -53,10 +53,18 @@ run() { # algo ("auto" or a name), then all_reduce_perf's size flags
   awk '$1 ~ /^[0-9]+$/ {print $1, $6}' "$work/out.0"
 }
 
+# Each round starts one column further on, so no column always runs first (right after the
+# previous round's largest run), and every run waits a second after the one before: ranks
+# that held gigabytes take the kernel that long to tear down, and a small-message run started
+# meanwhile measured 20-25 % slow (the first columns, auto and tuned, in every round).
 declare -A all t
+columns=(auto tuned $algos)
 for r in $(seq "$rounds"); do
-  for a in auto tuned $algos; do
+  for k in $(seq 0 $((${#columns[@]} - 1))); do
+    a=${columns[$(( (k + r - 1) % ${#columns[@]} ))]}
+    sleep 1
     while read -r size us; do all[$a,$size]+="$us "; done < <(run "$a" -b 8 -e 64K -f 4 -n 100 -w 10 -c 1)
+    sleep 1
     while read -r size us; do all[$a,$size]+="$us "; done < <(run "$a" -b 256K -e "$max" -f 4 -n 2 -w 1 -c 0)
   done
   echo "round $r done" >&2
