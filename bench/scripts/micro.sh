@@ -18,7 +18,8 @@ keep() { if [[ -n $out ]]; then tee "$out/$1"; else cat; fi; }
 echo "# $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 echo "## reduction kernels (GB/s of output; 256 KiB stays in cache, 64 MiB streams from DRAM)"
 timeout 300 "$build/bin/reduce_bench" --benchmark_format=console 2>/dev/null | keep reduce_bench.txt |
-  awk '/^(memcpy|reduceInto|reduce3)/ {printf "%-40s %s %s\n", $1, $(NF-1), $NF}'
+  awk '/^(memcpy|reduceInto|reduce3)/ {v = $NF; sub(/bytes_per_second=/, "", v); sub(/G\/s/, "", v)
+                                       sub(/\/min_time:.*/, "", $1); printf "%-28s %8.2f GB/s\n", $1, v}'
 echo "## transports (two forked ranks on this host)"
 timeout 300 "$build/bin/transport_pingpong" 2>&1 | keep transport_pingpong.txt
 echo "## selector and schedule builders (per call)"
