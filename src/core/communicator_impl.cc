@@ -310,7 +310,10 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
   *algorithm = cached->schedule.algorithm;
   COLL_RETURN_IF_ERROR(beginOp(issued, cached->schedule.algorithm, refused));
   COLL_RETURN_IF_ERROR(run(*cached, op, tag, plan.input, plan.output));
-  if (plan.result_destination) std::memcpy(plan.result_destination, workspace_.data() + plan.result_offset, plan.result_bytes);
+  // A count-0 op leaves the workspace unallocated (data() may be null), and memcpy from a null
+  // pointer is undefined even for 0 bytes (UBSan: reduceScatter with count 0).
+  if (plan.result_destination && plan.result_bytes > 0)
+    std::memcpy(plan.result_destination, workspace_.data() + plan.result_offset, plan.result_bytes);
   return Status::ok();
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <thread>
@@ -143,9 +144,20 @@ TEST(KillRank, FailureSpreadsWithoutWaitingForTheTimeout) {
     }
 }
 
+// The state letter of /proc/<pid>/stat ('T': stopped; '?': unreadable).
+char processState(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(f, line);
+  size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
+}
+
 TEST(StopRank, SurvivorsFailWithinTwiceTheTimeout) {
   const int n = 4, victim = 2;
   int64_t stop_ns = 0;
+  char victim_state = '?';
+  int64_t ops_at_stop = 0, ops_at_kill = 0;  // rank 0's, to tell whether the ops stopped with the victim
   RunOptions options;
   options.deadline = std::chrono::seconds(75);
   options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
@@ -153,11 +165,19 @@ TEST(StopRank, SurvivorsFailWithinTwiceTheTimeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     stop_ns = nowNs();
     ::kill(pids[victim], SIGSTOP);  // alive, connections open, silent
+    ops_at_stop = slots[0].progress.load();
     waitForPhase(slots, n, victim, kPhaseFailed, std::chrono::seconds(3 * kTimeoutSeconds));
+    victim_state = processState(pids[victim]);
+    ops_at_kill = slots[0].progress.load();
     ::kill(pids[victim], SIGKILL);
   };
   auto outcomes = runRanks(n, loopUntilFailure, options);
   ASSERT_NE(stop_ns, 0) << "the ranks never completed 3 all-reduces";
+  // The premise: the victim stayed stopped. It once did not (the kernel's SIGCONT to an orphaned
+  // process group, rank_runner.cc), and the survivors then "failed late", all-reducing with it.
+  std::cout << "victim state before SIGKILL: " << victim_state << "; rank 0's ops: " << ops_at_stop
+            << " at SIGSTOP, " << ops_at_kill << " at SIGKILL\n";
+  EXPECT_EQ(victim_state, 'T') << "the victim did not stay stopped: something sent it SIGCONT";
   expectSurvivorsFailedCleanly(outcomes, victim, stop_ns);
 }
 

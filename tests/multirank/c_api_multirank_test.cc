@@ -1,14 +1,18 @@
-// The NCCL-shaped C API across forked ranks, the way a framework uses it: the parent plays
-// rank 0's part of collGetUniqueId (it serves the store) and "ships" the id to the ranks by
-// fork; each rank calls collCommInitRank, runs collectives, and destroys or aborts.
+// The NCCL-shaped C API across forked ranks, the way a framework uses it: a helper process plays
+// rank 0's part of collGetUniqueId (it serves the store) and hands the id to the test, which
+// "ships" it to the ranks by fork; each rank calls collCommInitRank, runs collectives, and
+// destroys or aborts. Not the test process itself: collGetUniqueId serves from a thread, and
+// the ranks must be forked from a process without threads (store_process.h says why).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "coll/coll.h"
 #include "multirank/rank_runner.h"
+#include "multirank/store_process.h"
 
 namespace coll::test {
 namespace {
@@ -22,7 +26,21 @@ namespace {
 
 class CApiRanks : public ::testing::TestWithParam<int> {
  protected:
-  void SetUp() override { ASSERT_EQ(collGetUniqueId(&id_), collSuccess) << collGetLastError(); }
+  void SetUp() override {
+    std::string id;
+    Status st = StoreProcess::startWith(
+        [] {
+          collUniqueId made;
+          if (collGetUniqueId(&made) == collSuccess) return std::string(made.internal, sizeof made.internal);
+          std::fprintf(stderr, "collGetUniqueId failed: %s\n", collGetLastError());
+          return std::string();
+        },
+        &id_server_, &id);
+    ASSERT_TRUE(st) << st.message();
+    ASSERT_EQ(id.size(), sizeof id_.internal);
+    std::memcpy(id_.internal, id.data(), sizeof id_.internal);
+  }
+  StoreProcess id_server_;  // serves the id's store while the test runs
   collUniqueId id_;
 };
 

@@ -40,6 +40,12 @@ void copyMessage(RankSlot* slot, const std::string& text) {
                            RankSlot* slots, const ProcessBody& body, pid_t parent, std::chrono::milliseconds deadline) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a parent killed by ctest's TIMEOUT takes its ranks along
   if (::getppid() != parent) ::_exit(kOtherException);
+  // A session of its own: when the shell that started the test in the background exits, the
+  // kernel sends SIGHUP and SIGCONT to every process of a newly orphaned process group that has
+  // a stopped member, so a rank a fault test froze with SIGSTOP ran on (StopRank failed, the
+  // survivors still doing all-reduces 30 s after the stop, under `nohup ctest ... &`). This
+  // group is orphaned from the start, never newly, and has no terminal to be stopped by.
+  ::setsid();
   ::alarm(static_cast<unsigned>(deadline.count() / 1000 + 15));  // a last resort if the parent hangs
   Rank self{rank, n, &slots[rank], slots};
   g_self = &self;

@@ -1,7 +1,8 @@
 // Runs a function on n ranks as real forked processes over the socket transport.
 //
-// The parent (the gtest process) serves the rendezvous store on 127.0.0.1:0 with a fresh job
-// secret and forks one child per rank. Each child builds its coll::Communicator, runs the
+// The parent (the gtest process) starts the rendezvous store on 127.0.0.1:0 with a fresh job
+// secret, in a process of its own (store_process.h), and forks one child per rank, each in a
+// session of its own (rank_runner.cc says why). Each child builds its coll::Communicator, runs the
 // body, and _exits: 0 on success, non-zero after printing what failed. gtest assertions do
 // not cross fork(), so bodies use RANK_CHECK, which prints, records the message in a slot of
 // shared memory the parent reads, and _exits(1). The parent waits with a hard deadline,
