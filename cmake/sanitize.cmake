@@ -5,7 +5,8 @@
 #   undefined  UndefinedBehaviorSanitizer alone (cheap: usable with the normal test timeouts)
 #   fuzzer     clang only: coverage for libFuzzer plus ASan + UBSan; the fuzz targets
 #              (tests/fuzz) then link libFuzzer instead of the replay driver
-# tools/sanitize.sh builds build-asan / build-tsan with these and runs the test labels.
+# CMakePresets.json (asan, tsan, ubsan) configures build-asan / build-tsan / build-ubsan with
+# these; tools/sanitize.sh builds and tests through the presets.
 set(COLL_SANITIZE "" CACHE STRING "Sanitizer: address, thread, undefined or empty")
 set_property(CACHE COLL_SANITIZE PROPERTY STRINGS "" address thread undefined fuzzer)
 
