@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "perf_device.h"
 #include "perf_options.h"
 #include "perf_report.h"
 
@@ -64,7 +65,12 @@ class PerfRunner {
         opts_(options),
         reporter_(reporter),
         send_(options.maxBytes),
-        recv_(options.maxBytes) {}
+        recv_(options.maxBytes) {
+    if (options.deviceBuffers) {
+      dsend_ = DeviceArena::make(options.maxBytes, comm.localRank());
+      drecv_ = DeviceArena::make(options.maxBytes, comm.localRank());
+    }
+  }
 
   void runAll();
   int64_t globalErrors() { return sumOverRanks(localErrors_); }
@@ -84,7 +90,11 @@ class PerfRunner {
   double timeOps(const Row& row, bool inPlace, int iters, double* cpuSeconds);
   int64_t checkOnce(const Row& row, bool inPlace);
   void prepare(const Row& row, bool inPlace);
-  OpBuffers buffers(const Row& row, bool inPlace, int iter) const;
+  // The op's buffers: on the GPU with -X 1, unless host_view asks for their host mirrors
+  // (where checks fill and read them).
+  OpBuffers buffers(const Row& row, bool inPlace, int iter, bool host_view = false) const;
+  void upload(const Row& row);
+  void download(const Row& row);
 
   Communicator& comm_;
   const CollDesc& desc_;
@@ -92,6 +102,7 @@ class PerfRunner {
   Reporter& reporter_;
   HostBuffer send_;
   HostBuffer recv_;
+  std::unique_ptr<DeviceArena> dsend_, drecv_;  // -X 1
   std::vector<Work> works_;
   int64_t localErrors_ = 0;  // measurements in which this rank saw wrong elements
   double busBwSum_ = 0;
@@ -133,7 +144,7 @@ double PerfRunner::aggregateTime(double seconds) {
 
 // Successive ops use successive slices of the -e sized buffers, as nccl-tests does, so that
 // small sizes do not just bounce one cache-resident slice around. Checks use slice 0.
-OpBuffers PerfRunner::buffers(const Row& row, bool inPlace, int iter) const {
+OpBuffers PerfRunner::buffers(const Row& row, bool inPlace, int iter, bool host_view) const {
   size_t elt = sizeOf(row.type);
   size_t total = std::max(row.counts.send, row.counts.recv) * elt;
   if (total > opts_.maxBytes) {
@@ -143,8 +154,11 @@ OpBuffers PerfRunner::buffers(const Row& row, bool inPlace, int iter) const {
   }
   size_t slices = total ? std::max<size_t>(opts_.maxBytes / total, 1) : 1;
   size_t shift = total * (static_cast<size_t>(iter) % slices);
-  if (!inPlace) return {send_.data() + shift, recv_.data() + shift};
-  std::byte* base = recv_.data() + shift;
+  const bool device = dsend_ && !host_view;
+  std::byte* send = device ? dsend_->data() : send_.data();
+  std::byte* recv = device ? drecv_->data() : recv_.data();
+  if (!inPlace) return {send + shift, recv + shift};
+  std::byte* base = recv + shift;
   auto rank = static_cast<size_t>(row.rank);
   return {base + row.counts.sendInplaceOffset * rank * elt,
           base + row.counts.recvInplaceOffset * rank * elt};
@@ -152,13 +166,27 @@ OpBuffers PerfRunner::buffers(const Row& row, bool inPlace, int iter) const {
 
 // Poison first: in-place, the send region lies inside the receive region.
 void PerfRunner::prepare(const Row& row, bool inPlace) {
-  OpBuffers b = buffers(row, inPlace, 0);
+  OpBuffers b = buffers(row, inPlace, 0, true);
   fillPoison(b.recv, row.type, row.counts.recv);
   if (!desc_.sends || desc_.sends(row)) {
     fillInput(b.send, row.type, row.counts.send, *row.pattern, row.rank);
   } else {
     fillPoison(b.send, row.type, row.counts.send);
   }
+  upload(row);
+}
+
+// Slice 0 of both buffers between the host mirrors and the GPU (-X 1 only).
+void PerfRunner::upload(const Row& row) {
+  if (!dsend_) return;
+  size_t bytes = std::max(row.counts.send, row.counts.recv) * sizeOf(row.type);
+  dsend_->upload(send_.data(), bytes);
+  drecv_->upload(recv_.data(), bytes);
+}
+
+void PerfRunner::download(const Row& row) {
+  if (!dsend_) return;
+  drecv_->download(recv_.data(), std::max(row.counts.send, row.counts.recv) * sizeOf(row.type));
 }
 
 // Returns the time per op; *cpuSeconds gets the time per op to issue them.
@@ -193,6 +221,8 @@ int64_t PerfRunner::checkOnce(const Row& row, bool inPlace) {
   OpBuffers b = buffers(row, inPlace, 0);
   wait(desc_.run(comm_, b.send, b.recv, row));
   if (desc_.receives && !desc_.receives(row)) return 0;
+  download(row);
+  b = buffers(row, inPlace, 0, true);
 
   std::vector<double> cycle;
   if (desc_.periodicExpected) {
@@ -318,7 +348,10 @@ int runSweep(Communicator& comm, const CollDesc& desc, Reporter& reporter, PerfR
   if (!opened) std::fprintf(stderr, "%s_perf: %s\n", desc.name.c_str(), error.c_str());
   if (runner.sumOverRanks(opened ? 0 : 1) != 0) return 2;
 
-  reporter.printPreamble(comm.size(), gatherRankLines(comm, runner));
+  std::string device_line;
+  if (reporter.options().deviceBuffers && comm.rank() == 0)
+    device_line = describeDeviceCopy(std::min<size_t>(reporter.options().maxBytes, size_t{256} << 20), comm.localRank());
+  reporter.printPreamble(comm.size(), gatherRankLines(comm, runner), device_line);
   reporter.printTableHeader();
   runner.runAll();
   int64_t errors = runner.globalErrors();

@@ -25,6 +25,7 @@ constexpr Flag kSupported[] = {
     {'d', "datatype", true},       {'r', "root", true},      {'z', "blocking", true},
     {'y', "stream_null", true},    {'T', "timeout", true},   {'G', "cudagraph", true},
     {'C', "report_cputime", true}, {'a', "average", true},   {'J', "output_file", true},
+    {'X', "device_buffers", true},
     {'h', "help", false},
 };
 
@@ -154,6 +155,10 @@ bool applyCountFlag(int c, const char* arg, PerfOptions* o, std::string* error) 
     case 'C':
       if (!intFlag(c, arg, 0, 1, &v, error)) return false;
       o->reportCpuTime = v != 0;
+      return true;
+    case 'X':
+      if (!intFlag(c, arg, 0, 1, &v, error)) return false;
+      o->deviceBuffers = v != 0;
       return true;
   }
   *error = "internal: unhandled flag " + flagName(c);
@@ -311,6 +316,8 @@ std::string perfUsage(const char* program) {
          "\n\t[-a,--average <0/1/2/3> report time over ranks <0=RANK0/1=AVG/2=MIN/3=MAX>]"
          " (default 1)"
          "\n\t[-J,--output_file,--json <file> also write one JSON object per result line]"
+         "\n\t[-X,--device_buffers <0/1> 1: buffers in GPU memory (CUDA build), and the header gives the"
+         " GPU's copy bandwidth] (default 0: host memory)"
          "\n\t[-t,--nthreads 1] [-g,--ngpus 1] [-G,--cudagraph 0] [-y,--stream_null 0]"
          " [-p,--parallel_init 0/1]: accepted for compatibility, other values refused"
          "\n\t[-h,--help]\n";

@@ -29,6 +29,7 @@ struct PerfOptions {
   bool reportCpuTime = false;
   int average = 1;  // time reported over ranks: 0 rank 0's, 1 mean, 2 min, 3 max
   std::string jsonPath;
+  bool deviceBuffers = false;  // -X 1: buffers in GPU memory (a CUDA build)
 };
 
 enum class ParseResult { kRun, kHelp, kError };

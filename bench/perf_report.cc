@@ -79,7 +79,7 @@ bool Reporter::openJson(std::string* error) {
   return false;
 }
 
-void Reporter::printPreamble(int nranks, const std::vector<std::string>& rankLines) {
+void Reporter::printPreamble(int nranks, const std::vector<std::string>& rankLines, const std::string& device_line) {
   nranks_ = nranks;
   if (!active_) return;
   const PerfOptions& o = options_;
@@ -100,6 +100,7 @@ void Reporter::printPreamble(int nranks, const std::vector<std::string>& rankLin
   if (json_ != nullptr) std::fprintf(out_, "# Writing JSON lines to %s\n", o.jsonPath.c_str());
   std::fprintf(out_, "#\n# Using devices\n");
   for (const std::string& line : rankLines) std::fprintf(out_, "%s\n", line.c_str());
+  if (o.deviceBuffers) std::fprintf(out_, "#\n# Buffers in GPU memory: %s\n", device_line.c_str());
   std::fflush(out_);
 }
 

@@ -43,7 +43,9 @@ class Reporter {
   bool openJson(std::string* error);
 
   // The lines above the table: parameters and one "#  Rank" line per rank.
-  void printPreamble(int nranks, const std::vector<std::string>& rankLines);
+  // device_line: the GPU and its copy bandwidth, with -X 1 (empty otherwise).
+  void printPreamble(int nranks, const std::vector<std::string>& rankLines, const std::string& device_line = "");
+  const PerfOptions& options() const { return options_; }
   void printTableHeader();
 
   // A row is written piecewise and flushed, so a slow size shows progress as it runs.

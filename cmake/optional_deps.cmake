@@ -11,6 +11,18 @@ if(COLL_WITH_CUDA)
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # Ampere and Hopper machine code, plus Hopper PTX that newer GPUs compile at load time.
+    # Set before enable_language: CMake's own default is an architecture nvcc 13 refuses.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES "80-real;90")
+    endif()
+    # coll links CUDA::cudart_static itself; CMake's implicit runtime would add -lcudart_static
+    # and -lcudadevrt without their directory to every program linking coll.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY None)
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
     set(COLL_HAVE_CUDA ON)
   endif()
 endif()

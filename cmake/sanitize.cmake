@@ -24,7 +24,8 @@ endif()
 
 if(_coll_sanitize_flags)
   # Frame pointers keep the reports' stacks complete at -O1/-O2.
-  add_compile_options(${_coll_sanitize_flags} -fno-omit-frame-pointer)
+  # Not on CUDA sources: nvcc would pass them to itself, not to the host compiler.
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_coll_sanitize_flags};-fno-omit-frame-pointer>")
   add_link_options(${_coll_sanitize_flags})
   message(STATUS "coll: sanitizer ${COLL_SANITIZE} (${_coll_sanitize_flags})")
 endif()

@@ -35,6 +35,9 @@ class CommunicatorImpl;
 // Thread-safety: collectives may be issued from any one thread at a time (like NCCL, a
 // communicator is not for concurrent issuing); Work handles may be waited on from any thread.
 // Each communicator owns one progress thread that executes its ops in issue order.
+// A cudaStream_t, without the CUDA headers.
+using Stream = void*;
+
 class Communicator {
  public:
   // Reads rank, size and the rendezvous address from the launcher's environment: collrun,
@@ -52,36 +55,42 @@ class Communicator {
   int size() const;
   int localRank() const;
 
+  // Buffers may be host memory or, in a CUDA build, device memory (cudaMalloc), the same kind
+  // on every rank. With device buffers the op reads its input after the work queued on
+  // `stream` (a cudaStream_t; nullptr: the legacy default stream) before the call, work queued
+  // there after the call waits for the op, and Work::wait() returns once the result is in
+  // place. Host buffers take no stream.
+  //
   // recv[i] = op over all ranks of send[i], for i < count. send == recv is in-place.
   // Every rank receives bit-identical results.
-  Work allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+  Work allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, Stream stream = nullptr);
 
   // recv = root's send on every rank. send is read on the root only; send == recv is in-place.
-  Work broadcast(const void* send, void* recv, size_t count, DataType type, int root);
+  Work broadcast(const void* send, void* recv, size_t count, DataType type, int root, Stream stream = nullptr);
 
   // recv = op over all ranks of send, on the root only (recv is ignored elsewhere and may be null).
-  Work reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root);
+  Work reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root, Stream stream = nullptr);
 
   // recv (size * sendcount elements) = every rank's send, in rank order. In place:
   // send == recv + rank * sendcount.
-  Work allgather(const void* send, void* recv, size_t sendcount, DataType type);
+  Work allgather(const void* send, void* recv, size_t sendcount, DataType type, Stream stream = nullptr);
 
   // recv (recvcount elements) = chunk `rank` of the reduction of every rank's send (size *
   // recvcount elements). In place: recv == send + rank * recvcount.
-  Work reduceScatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op);
+  Work reduceScatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op, Stream stream = nullptr);
 
   // Chunk p of send (count elements each) goes to rank p; chunk p of recv comes from rank p.
-  Work alltoall(const void* send, void* recv, size_t count, DataType type);
+  Work alltoall(const void* send, void* recv, size_t count, DataType type, Stream stream = nullptr);
 
   // The root's recv (size * sendcount) = every rank's send, in rank order.
-  Work gather(const void* send, void* recv, size_t sendcount, DataType type, int root);
+  Work gather(const void* send, void* recv, size_t sendcount, DataType type, int root, Stream stream = nullptr);
 
   // recv (recvcount) = chunk `rank` of the root's send (size * recvcount).
-  Work scatter(const void* send, void* recv, size_t recvcount, DataType type, int root);
+  Work scatter(const void* send, void* recv, size_t recvcount, DataType type, int root, Stream stream = nullptr);
 
   // Point-to-point, matched in issue order per pair of ranks (pipeline parallelism).
-  Work send(const void* buf, size_t count, DataType type, int peer);
-  Work recv(void* buf, size_t count, DataType type, int peer);
+  Work send(const void* buf, size_t count, DataType type, int peer, Stream stream = nullptr);
+  Work recv(void* buf, size_t count, DataType type, int peer, Stream stream = nullptr);
 
   // Completes once every rank has called it.
   Work barrier();

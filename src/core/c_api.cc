@@ -11,6 +11,7 @@
 #include "coll/coll.h"
 #include "coll/communicator.h"
 #include "core/log.h"
+#include "cuda/runtime.h"
 
 struct collComm {
   std::unique_ptr<coll::Communicator> comm;
@@ -89,19 +90,26 @@ thread_local int g_group_depth = 0;
 thread_local std::vector<collComm_t> g_group_comms;
 thread_local std::vector<coll::Work> g_group_works;
 
-// The blocking form: no stream (a CUDA build's business), then issue the op and wait for it
-// (inside a group: join the group and wait at collGroupEnd).
+// Without a stream: issue the op and wait for it (inside a group: join the group and wait at
+// collGroupEnd). With a CUDA stream, as in NCCL: the op is ordered on the stream and the call
+// returns once it is queued; a later failure is reported by collCommGetAsyncError.
 template <typename Issue>
 collResult_t blocking(const char* name, collComm_t comm, collStream_t stream, Issue&& issue) {
-  if (stream) return failWith(collUnsupported, std::string(name) + ": CUDA streams need a CUDA build of coll");
+  if (stream && !coll::cuda::built())
+    return failWith(collUnsupported, std::string(name) + ": CUDA streams need a CUDA build of coll");
   if (collResult_t r = checkComm(comm, name); r != collSuccess) return r;
+  if (stream && g_group_depth == 0) return guarded([&] {
+    (void)issue(*comm->comm);
+    return collSuccess;
+  });
   if (g_group_depth == 0) return guarded([&] { return finishBlocking(issue(*comm->comm)); });
   return guarded([&] {
     if (std::find(g_group_comms.begin(), g_group_comms.end(), comm) == g_group_comms.end()) {
       comm->comm->groupStart();
       g_group_comms.push_back(comm);
     }
-    g_group_works.push_back(issue(*comm->comm));
+    coll::Work work = issue(*comm->comm);
+    if (!stream) g_group_works.push_back(std::move(work));
     return collSuccess;
   });
 }
@@ -243,67 +251,68 @@ collResult_t collBroadcastAsync(const void* send, void* recv, size_t count, coll
 collResult_t collAllReduce(const void* send, void* recv, size_t count, collDataType_t type, collRedOp_t op,
                            collComm_t comm, collStream_t stream) {
   return blocking("collAllReduce", comm, stream, [&](coll::Communicator& c) {
-    return c.allreduce(send, recv, count, dataType(type), reduceOp(op));
+    return c.allreduce(send, recv, count, dataType(type), reduceOp(op), stream);
   });
 }
 
 collResult_t collBroadcast(const void* send, void* recv, size_t count, collDataType_t type, int root, collComm_t comm,
                            collStream_t stream) {
   return blocking("collBroadcast", comm, stream,
-                  [&](coll::Communicator& c) { return c.broadcast(send, recv, count, dataType(type), root); });
+                  [&](coll::Communicator& c) { return c.broadcast(send, recv, count, dataType(type), root, stream); });
 }
 
 collResult_t collReduce(const void* send, void* recv, size_t count, collDataType_t type, collRedOp_t op, int root,
                         collComm_t comm, collStream_t stream) {
   return blocking("collReduce", comm, stream, [&](coll::Communicator& c) {
-    return c.reduce(send, recv, count, dataType(type), reduceOp(op), root);
+    return c.reduce(send, recv, count, dataType(type), reduceOp(op), root, stream);
   });
 }
 
 collResult_t collAllGather(const void* send, void* recv, size_t sendcount, collDataType_t type, collComm_t comm,
                            collStream_t stream) {
   return blocking("collAllGather", comm, stream,
-                  [&](coll::Communicator& c) { return c.allgather(send, recv, sendcount, dataType(type)); });
+                  [&](coll::Communicator& c) { return c.allgather(send, recv, sendcount, dataType(type), stream); });
 }
 
 collResult_t collReduceScatter(const void* send, void* recv, size_t recvcount, collDataType_t type, collRedOp_t op,
                                collComm_t comm, collStream_t stream) {
   return blocking("collReduceScatter", comm, stream, [&](coll::Communicator& c) {
-    return c.reduceScatter(send, recv, recvcount, dataType(type), reduceOp(op));
+    return c.reduceScatter(send, recv, recvcount, dataType(type), reduceOp(op), stream);
   });
 }
 
 collResult_t collAlltoAll(const void* send, void* recv, size_t count, collDataType_t type, collComm_t comm,
                           collStream_t stream) {
   return blocking("collAlltoAll", comm, stream,
-                  [&](coll::Communicator& c) { return c.alltoall(send, recv, count, dataType(type)); });
+                  [&](coll::Communicator& c) { return c.alltoall(send, recv, count, dataType(type), stream); });
 }
 
 collResult_t collGather(const void* send, void* recv, size_t sendcount, collDataType_t type, int root,
                         collComm_t comm, collStream_t stream) {
   return blocking("collGather", comm, stream,
-                  [&](coll::Communicator& c) { return c.gather(send, recv, sendcount, dataType(type), root); });
+                  [&](coll::Communicator& c) { return c.gather(send, recv, sendcount, dataType(type), root, stream); });
 }
 
 collResult_t collScatter(const void* send, void* recv, size_t recvcount, collDataType_t type, int root,
                          collComm_t comm, collStream_t stream) {
   return blocking("collScatter", comm, stream,
-                  [&](coll::Communicator& c) { return c.scatter(send, recv, recvcount, dataType(type), root); });
+                  [&](coll::Communicator& c) { return c.scatter(send, recv, recvcount, dataType(type), root, stream); });
 }
 
 collResult_t collSend(const void* send, size_t count, collDataType_t type, int peer, collComm_t comm,
                       collStream_t stream) {
   return blocking("collSend", comm, stream,
-                  [&](coll::Communicator& c) { return c.send(send, count, dataType(type), peer); });
+                  [&](coll::Communicator& c) { return c.send(send, count, dataType(type), peer, stream); });
 }
 
 collResult_t collRecv(void* recv, size_t count, collDataType_t type, int peer, collComm_t comm, collStream_t stream) {
   return blocking("collRecv", comm, stream,
-                  [&](coll::Communicator& c) { return c.recv(recv, count, dataType(type), peer); });
+                  [&](coll::Communicator& c) { return c.recv(recv, count, dataType(type), peer, stream); });
 }
 
 collResult_t collBarrier(collComm_t comm, collStream_t stream) {
-  return blocking("collBarrier", comm, stream, [](coll::Communicator& c) { return c.barrier(); });
+  if (stream) return failWith(collUnsupported, "collBarrier: a barrier is not ordered on a CUDA stream; pass NULL");
+  return blocking("collBarrier", comm, nullptr, [](coll::Communicator& c) { return c.barrier(); });
 }
 
 collResult_t collRequestTest(collRequest_t request) {

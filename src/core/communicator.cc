@@ -49,7 +49,7 @@ int Communicator::rank() const { return impl_->rank(); }
 int Communicator::size() const { return impl_->size(); }
 int Communicator::localRank() const { return impl_->localRank(); }
 
-Work Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
+Work Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, Stream stream) {
   OpRequest r;
   r.kind = OpKind::allreduce;
   r.input = send;
@@ -57,10 +57,11 @@ Work Communicator::allreduce(const void* send, void* recv, size_t count, DataTyp
   r.count = count;
   r.type = type;
   r.op = op;
+  r.stream = stream;
   return impl_->enqueue(std::move(r));
 }
 
-Work Communicator::broadcast(const void* send, void* recv, size_t count, DataType type, int root) {
+Work Communicator::broadcast(const void* send, void* recv, size_t count, DataType type, int root, Stream stream) {
   OpRequest r;
   r.kind = OpKind::broadcast;
   r.input = send;
@@ -68,11 +69,13 @@ Work Communicator::broadcast(const void* send, void* recv, size_t count, DataTyp
   r.count = count;
   r.type = type;
   r.root = root;
+  r.stream = stream;
   return impl_->enqueue(std::move(r));
 }
 
 namespace {
-OpRequest request(OpKind kind, const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root) {
+OpRequest request(OpKind kind, const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
+                  Stream stream = nullptr) {
   OpRequest r;
   r.kind = kind;
   r.input = send;
@@ -81,33 +84,34 @@ OpRequest request(OpKind kind, const void* send, void* recv, size_t count, DataT
   r.type = type;
   r.op = op;
   r.root = root;
+  r.stream = stream;
   return r;
 }
 }  // namespace
 
-Work Communicator::reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root) {
-  return impl_->enqueue(request(OpKind::reduce, send, recv, count, type, op, root));
+Work Communicator::reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root, Stream stream) {
+  return impl_->enqueue(request(OpKind::reduce, send, recv, count, type, op, root, stream));
 }
-Work Communicator::allgather(const void* send, void* recv, size_t sendcount, DataType type) {
-  return impl_->enqueue(request(OpKind::allgather, send, recv, sendcount, type, ReduceOp::sum, -1));
+Work Communicator::allgather(const void* send, void* recv, size_t sendcount, DataType type, Stream stream) {
+  return impl_->enqueue(request(OpKind::allgather, send, recv, sendcount, type, ReduceOp::sum, -1, stream));
 }
-Work Communicator::reduceScatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op) {
-  return impl_->enqueue(request(OpKind::reducescatter, send, recv, recvcount, type, op, -1));
+Work Communicator::reduceScatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op, Stream stream) {
+  return impl_->enqueue(request(OpKind::reducescatter, send, recv, recvcount, type, op, -1, stream));
 }
-Work Communicator::alltoall(const void* send, void* recv, size_t count, DataType type) {
-  return impl_->enqueue(request(OpKind::alltoall, send, recv, count, type, ReduceOp::sum, -1));
+Work Communicator::alltoall(const void* send, void* recv, size_t count, DataType type, Stream stream) {
+  return impl_->enqueue(request(OpKind::alltoall, send, recv, count, type, ReduceOp::sum, -1, stream));
 }
-Work Communicator::gather(const void* send, void* recv, size_t sendcount, DataType type, int root) {
-  return impl_->enqueue(request(OpKind::gather, send, recv, sendcount, type, ReduceOp::sum, root));
+Work Communicator::gather(const void* send, void* recv, size_t sendcount, DataType type, int root, Stream stream) {
+  return impl_->enqueue(request(OpKind::gather, send, recv, sendcount, type, ReduceOp::sum, root, stream));
 }
-Work Communicator::scatter(const void* send, void* recv, size_t recvcount, DataType type, int root) {
-  return impl_->enqueue(request(OpKind::scatter, send, recv, recvcount, type, ReduceOp::sum, root));
+Work Communicator::scatter(const void* send, void* recv, size_t recvcount, DataType type, int root, Stream stream) {
+  return impl_->enqueue(request(OpKind::scatter, send, recv, recvcount, type, ReduceOp::sum, root, stream));
 }
-Work Communicator::send(const void* buf, size_t count, DataType type, int peer) {
-  return impl_->enqueue(request(OpKind::send, buf, nullptr, count, type, ReduceOp::sum, peer));
+Work Communicator::send(const void* buf, size_t count, DataType type, int peer, Stream stream) {
+  return impl_->enqueue(request(OpKind::send, buf, nullptr, count, type, ReduceOp::sum, peer, stream));
 }
-Work Communicator::recv(void* buf, size_t count, DataType type, int peer) {
-  return impl_->enqueue(request(OpKind::recv, nullptr, buf, count, type, ReduceOp::sum, peer));
+Work Communicator::recv(void* buf, size_t count, DataType type, int peer, Stream stream) {
+  return impl_->enqueue(request(OpKind::recv, nullptr, buf, count, type, ReduceOp::sum, peer, stream));
 }
 Work Communicator::barrier() {
   return impl_->enqueue(request(OpKind::barrier, nullptr, nullptr, 0, DataType::u8, ReduceOp::max, -1));

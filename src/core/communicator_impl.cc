@@ -9,6 +9,7 @@
 #include "algorithms/patterns/ring.h"
 #include "bootstrap/external_store.h"
 #include "core/call_check.h"
+#include "core/device_request.h"
 #include "core/executor.h"
 #include "core/log.h"
 #include "core/shrink.h"
@@ -184,6 +185,7 @@ void CommunicatorImpl::refuseInForkedChild(const char* what) const {
 Work CommunicatorImpl::enqueue(OpRequest op) {
   refuseInForkedChild(toString(op.kind));
   Status st = validate(op, rank_, size_);
+  if (st) st = markDevice(op, rank_, size_);
   if (!st) throw st.toError(format("%s (rank %d)", toString(op.kind), rank_));
   if (group_depth_ > 0 && !isPointToPoint(op.kind))
     throw Error(ErrorCode::InvalidArgument, format("%s (rank %d): only send and recv may be issued between groupStart "
@@ -203,7 +205,18 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
     group_.push_back(std::move(op));
     return work;
   }
+  const bool hold = op.device >= 0 && op.stream;
+  OpRequest held;  // what holdStreams() needs, after op has moved into the queue
+  if (hold) {
+    held.device = op.device;
+    held.stream = op.stream;
+    held.work = op.work;
+  }
   push(std::move(op));
+  if (hold) {
+    st = holdStreams(held, stream_gate_);
+    if (!st) throw st.toError(format("%s (rank %d)", held.work->op_name.c_str(), rank_));
+  }
   return work;
 }
 
@@ -224,7 +237,15 @@ void CommunicatorImpl::groupEnd() {
   group.work->sequence = group.members->front().work->sequence;
   group.work->op_name = "group";
   group.work->link = link_;
+  Status st = markDeviceGroup(group);
+  if (!st) throw st.toError(format("groupEnd (rank %d)", rank_));
+  OpRequest held;
+  held.device = group.device;
+  held.members = group.members;
+  held.work = group.work;
   push(std::move(group));
+  st = holdStreams(held, stream_gate_);
+  if (!st) throw st.toError(format("groupEnd (rank %d)", rank_));
 }
 
 // The first failure asks every rank where it is (the ledger) so the error can say who never
@@ -261,11 +282,13 @@ void CommunicatorImpl::closeConnectionsNow(const std::string& reason) {
 }
 
 // Maps the op onto a schedule's two buffers (workspace where the user's buffer is not the
-// place to reduce in), builds the schedule the selector picks, and runs it.
+// place to reduce in), builds the schedule the selector picks, and runs it. Device buffers
+// go to the device path (src/cuda/device_ops.h), which comes back through runHost().
 Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm, bool* refused) {
   // A send and the receive it meets carry the same tag: both sides tag point-to-point "send".
   const OpKind wire_kind = isPointToPoint(issued.kind) ? OpKind::send : issued.kind;
   const uint64_t tag = (issued.wire_sequence << 8) | static_cast<uint64_t>(wire_kind);
+  if (issued.device >= 0) return executeOnDevice(issued, tag, algorithm, refused);
   OpRequest op = issued;
   if (op.kind == OpKind::barrier) {  // a 1-byte all-reduce: nobody leaves before all arrived
     op.kind = OpKind::allreduce;
@@ -274,6 +297,44 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
     op.type = DataType::u8;
     op.op = ReduceOp::max;
   }
+  if (op.kind == OpKind::group) {
+    ledger_.started({issued.work->sequence, kNotCollective, OpFingerprint::of(issued, "")});
+    return executeGroup(op, buildParams(op), algorithm);
+  }
+  OpPlan plan;
+  const CachedSchedule* cached = scheduleFor(op, &plan);
+  *algorithm = cached->schedule.algorithm;
+  COLL_RETURN_IF_ERROR(beginOp(issued, cached->schedule.algorithm, refused));
+  return runScheduled(*cached, op, tag, plan);
+}
+
+Status CommunicatorImpl::executeOnDevice(const OpRequest& issued, uint64_t tag, std::string* algorithm, bool* refused) {
+  if (!device_ops_) {
+    cuda::DeviceEnv env;
+    env.rank = rank_;
+    env.size = size_;
+    env.one_host = hosts_.num_hosts == 1;
+    env.config = config_;
+    env.run_host = [this](const OpRequest& host_op, uint64_t tag, std::string* alg) { return runHost(host_op, tag, alg); };
+    device_ops_ = std::make_unique<cuda::DeviceOps>(std::move(env));
+  }
+  *algorithm = device_ops_->pathFor(issued);
+  if (issued.kind == OpKind::group) ledger_.started({issued.work->sequence, kNotCollective, OpFingerprint::of(issued, "")});
+  else COLL_RETURN_IF_ERROR(beginOp(issued, *algorithm, refused));
+  return device_ops_->execute(issued, tag, algorithm);
+}
+
+// An op on host buffers, for the device path: no ledger entry or call check of its own (the
+// device op it serves had them).
+Status CommunicatorImpl::runHost(const OpRequest& op, uint64_t tag, std::string* algorithm) {
+  if (op.kind == OpKind::group) return executeGroup(op, buildParams(op), algorithm);
+  OpPlan plan;
+  const CachedSchedule* cached = scheduleFor(op, &plan);
+  *algorithm = cached->schedule.algorithm;
+  return runScheduled(*cached, op, tag, plan);
+}
+
+algo::BuildParams CommunicatorImpl::buildParams(const OpRequest& op) const {
   algo::BuildParams p;
   p.rank = rank_;
   p.nranks = size_;
@@ -283,33 +344,33 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
   p.slice_bytes = config_.slice_bytes;
   p.pipeline_depth = config_.pipeline_depth;
   p.hosts = &hosts_.ranks_of_host;
-  if (op.kind == OpKind::group) {
-    ledger_.started({issued.work->sequence, kNotCollective, OpFingerprint::of(issued, "")});
-    return executeGroup(op, p, algorithm);
-  }
-  OpPlan plan;
-  const CachedSchedule* cached = nullptr;
+  return p;
+}
+
+const CachedSchedule* CommunicatorImpl::scheduleFor(const OpRequest& op, OpPlan* plan) {
+  algo::BuildParams p = buildParams(op);
   if (isPointToPoint(op.kind)) {
-    plan.input = op.input;
-    plan.output = op.output;
+    plan->input = op.input;
+    plan->output = op.output;
     p.count = op.count;
     ScheduleKey key{nullptr, op.kind, op.count, p.elem_size, op.root, false, false};
-    cached = &schedules_.get(key, [&] { return op.kind == OpKind::send ? algo::buildSend(p) : algo::buildRecv(p); });
-  } else {
-    plan = planOp(op, rank_, size_);
-    if (!plan.output) {
-      if (workspace_.size() < plan.workspace_bytes) workspace_.resize(plan.workspace_bytes);
-      plan.output = workspace_.data();
-    }
-    p.count = plan.total_count;
-    p.in_place = plan.in_place;
-    const algo::AlgorithmInfo* chosen = selector_->choose(plan.collective, op.bytes()).algorithm;
-    ScheduleKey key{chosen, op.kind, p.count, p.elem_size, p.root, p.in_place, p.average};
-    cached = &schedules_.get(key, [&] { return chosen->build(p); });
+    return &schedules_.get(key, [&] { return op.kind == OpKind::send ? algo::buildSend(p) : algo::buildRecv(p); });
   }
-  *algorithm = cached->schedule.algorithm;
-  COLL_RETURN_IF_ERROR(beginOp(issued, cached->schedule.algorithm, refused));
-  COLL_RETURN_IF_ERROR(run(*cached, op, tag, plan.input, plan.output));
+  *plan = planOp(op, rank_, size_);
+  if (!plan->output) {
+    if (workspace_.size() < plan->workspace_bytes) workspace_.resize(plan->workspace_bytes);
+    plan->output = workspace_.data();
+  }
+  p.count = plan->total_count;
+  p.in_place = plan->in_place;
+  const algo::AlgorithmInfo* chosen = selector_->choose(plan->collective, op.bytes()).algorithm;
+  ScheduleKey key{chosen, op.kind, p.count, p.elem_size, p.root, p.in_place, p.average};
+  return &schedules_.get(key, [&] { return chosen->build(p); });
+}
+
+Status CommunicatorImpl::runScheduled(const CachedSchedule& cached, const OpRequest& op, uint64_t tag,
+                                      const OpPlan& plan) {
+  COLL_RETURN_IF_ERROR(run(cached, op, tag, plan.input, plan.output));
   // A count-0 op leaves the workspace unallocated (data() may be null), and memcpy from a null
   // pointer is undefined even for 0 bytes (UBSan: reduceScatter with count 0).
   if (plan.result_destination && plan.result_bytes > 0)
@@ -324,12 +385,7 @@ Status CommunicatorImpl::beginOp(const OpRequest& issued, const std::string& alg
   OpFingerprint fingerprint = OpFingerprint::of(issued, algorithm);
   ledger_.started({issued.work->sequence, collective ? issued.wire_sequence : kNotCollective, fingerprint});
   if (!config_.check || !collective || size_ == 1) return Status::ok();
-  algo::BuildParams p;
-  p.rank = rank_;
-  p.nranks = size_;
-  p.slice_bytes = config_.slice_bytes;
-  p.pipeline_depth = config_.pipeline_depth;
-  p.hosts = &hosts_.ranks_of_host;
+  algo::BuildParams p = buildParams(issued);
   return checkCall(fingerprint, issued.wire_sequence, p, *selector_,
                    [this](const algo::Schedule& s, ExecContext& ctx) { return runContext(s, ctx); }, refused);
 }

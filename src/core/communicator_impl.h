@@ -12,6 +12,8 @@
 #include "bootstrap/store.h"
 #include "coll/communicator.h"
 #include "core/config.h"
+#include "cuda/device_ops.h"
+#include "cuda/stream_gate.h"
 #include "core/executor.h"
 #include "core/schedule_cache.h"
 #include "core/fork_guard.h"
@@ -73,6 +75,11 @@ class CommunicatorImpl final : private detail::OpDriver {
   Status run(const CachedSchedule& cached, const OpRequest& op, uint64_t tag, const void* input, void* output);
   void prepareContext(ExecContext& ctx);  // deadline, scratch and connections for one run
   Status executeGroup(const OpRequest& group, algo::BuildParams p, std::string* algorithm);
+  Status executeOnDevice(const OpRequest& issued, uint64_t tag, std::string* algorithm, bool* refused);
+  Status runHost(const OpRequest& op, uint64_t tag, std::string* algorithm);
+  algo::BuildParams buildParams(const OpRequest& op) const;
+  const CachedSchedule* scheduleFor(const OpRequest& op, OpPlan* plan);
+  Status runScheduled(const CachedSchedule& cached, const OpRequest& op, uint64_t tag, const OpPlan& plan);
   Status runContext(const algo::Schedule& schedule, ExecContext& ctx);
   void push(OpRequest op);
   static void complete(OpRequest& op, const std::optional<Error>& error);
@@ -95,6 +102,8 @@ class CommunicatorImpl final : private detail::OpDriver {
   std::vector<char> scratch_;    // received slices awaiting reduction (engine_mu_ holder)
   std::vector<char> workspace_;  // reductions whose result is not the user's buffer
   ScheduleCache schedules_;      // engine_mu_ holder
+  std::unique_ptr<cuda::DeviceOps> device_ops_;
+  cuda::StreamGate stream_gate_;  // issuing thread  // made by the first op on device buffers (engine_mu_ holder)
   ExecState exec_state_;         // the executor's bookkeeping for ops' schedules (engine_mu_ holder)
   ExecContext op_ctx_;           // run()'s, reused (engine_mu_ holder)
   uint8_t barrier_byte_[1] = {0};

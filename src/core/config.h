@@ -58,6 +58,12 @@ struct Config {
   std::string topo_file;                       // COLL_TOPO_FILE
   std::string topo_dump_file;                  // COLL_TOPO_DUMP_FILE
   bool tune = false;                           // COLL_TUNE=1
+  // Device (CUDA) buffers (src/cuda/): between ranks of one host, collectives read and write
+  // each other's GPU memory through CUDA IPC; elsewhere, or with COLL_CUDA_IPC=0, data is
+  // staged through pinned host memory in chunks of COLL_CUDA_STAGING_CHUNK, so the copies of
+  // one chunk overlap the transfer of the next.
+  bool cuda_ipc = true;                        // COLL_CUDA_IPC=0 stages even on one host
+  size_t cuda_staging_chunk = 4 << 20;         // COLL_CUDA_STAGING_CHUNK
   std::string tune_file;                       // COLL_TUNE_FILE (default ~/.cache/coll/tune-<hash>.json)
 
   // Parses the environment. Malformed values are reported on stderr and the default is kept,

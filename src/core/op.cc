@@ -35,12 +35,7 @@ bool hasRoot(OpKind k) {
 }
 bool reduces(OpKind k) { return k == OpKind::allreduce || k == OpKind::reduce || k == OpKind::reducescatter; }
 
-// Bytes of each user buffer this rank touches (0: not read or not written here), and where
-// the input would sit inside the output (or vice versa) when the op is in place.
-struct BufferSizes {
-  size_t in = 0, out = 0;
-  std::ptrdiff_t in_place_input_at = 0;  // in place means input == output + this
-};
+}  // namespace
 
 BufferSizes sizesOf(const OpRequest& op, int rank, int n) {
   const size_t b = op.bytes(), nb = b * static_cast<size_t>(n);
@@ -62,6 +57,8 @@ BufferSizes sizesOf(const OpRequest& op, int rank, int n) {
   }
   return {};
 }
+
+namespace {
 
 Status checkOverlap(const OpRequest& op, const BufferSizes& s) {
   if (!s.in || !s.out || !op.input || !op.output) return Status::ok();

@@ -36,9 +36,22 @@ struct OpRequest {
   std::shared_ptr<detail::WorkState> work;
   std::shared_ptr<std::vector<OpRequest>> members;  // kind == group: the grouped ops
   std::chrono::steady_clock::time_point enqueued;    // when the issuing thread queued it
+  // Device (CUDA) buffers: src/cuda/. The GPU they are on, the stream the op was issued on
+  // (nullptr: none given) and an event on that stream marking when the input is ready.
+  int device = -1;  // -1: host memory
+  void* stream = nullptr;
+  std::shared_ptr<void> ready;
 
   size_t bytes() const { return count * sizeOf(type); }
 };
+
+// Bytes of each user buffer this rank touches (0: not read or not written here), and where
+// the input would sit inside the output (or vice versa) when the op is in place.
+struct BufferSizes {
+  size_t in = 0, out = 0;
+  std::ptrdiff_t in_place_input_at = 0;  // in place means input == output + this
+};
+BufferSizes sizesOf(const OpRequest& op, int rank, int nranks);
 
 // Refuses bad input before anything is sent: null buffers with count > 0, unknown type or
 // op, a root or peer out of range, a size that overflows, partially overlapping buffers.

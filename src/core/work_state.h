@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,16 +48,22 @@ struct WorkState {
   bool done = false;
   std::optional<Error> error;
   std::atomic<bool> finished{false};  // mirrors done, for waiters that spin before locking
+  // Run once, by the completing thread, after done is set (a CUDA stream waiting for the op:
+  // src/cuda/stream_gate.h). Set under mu, and only while !done.
+  std::function<void()> on_complete;
 
   void complete(std::optional<Error> e) {
+    std::function<void()> then;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (done) return;
       done = true;
       error = std::move(e);
+      then.swap(on_complete);
     }
     finished.store(true, std::memory_order_release);
     cv.notify_all();
+    if (then) then();
   }
 };
 

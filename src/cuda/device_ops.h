@@ -1,0 +1,45 @@
+// Collectives and point-to-point on device (CUDA) buffers, for the communicator's progress
+// thread. Two paths, chosen per op, the same on every rank that passes device buffers:
+//  - cuda_ipc (ipc_collective.cc): every rank on one host. Ranks map each other's buffers
+//    (cudaIpcGetMemHandle) and each reads and writes its share of all of them directly, on
+//    its own stream, after waiting on its peers' "input ready" IPC events.
+//  - staged (staged_collective.cc): anything else. Data crosses pinned host memory; all-reduce,
+//    broadcast and reduce go chunk by chunk so the device copies overlap the transfers.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/config.h"
+#include "core/op.h"
+#include "core/status.h"
+
+namespace coll::cuda {
+
+struct DeviceEnv {
+  int rank = 0;
+  int size = 1;
+  bool one_host = false;  // every rank of the communicator is on this host
+  Config config;
+  // Runs an op on host buffers through the usual schedules and transports, with this wire tag.
+  std::function<Status(const OpRequest& host_op, uint64_t tag, std::string* algorithm)> run_host;
+};
+
+class DeviceOps {
+ public:
+  explicit DeviceOps(DeviceEnv env);
+  ~DeviceOps();
+  DeviceOps(const DeviceOps&) = delete;
+  DeviceOps& operator=(const DeviceOps&) = delete;
+
+  // "cuda_ipc" or "staged": what execute() will do with this op.
+  const char* pathFor(const OpRequest& op) const;
+  Status execute(const OpRequest& op, uint64_t tag, std::string* algorithm);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace coll::cuda

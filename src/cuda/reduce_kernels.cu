@@ -1,0 +1,137 @@
+// The device reductions behind device_reduce.h. One grid-stride kernel per (type, op): each
+// thread loads element i of every input, folds them left to right and stores the result to
+// every output, so a cross-process all-reduce writes each slice once into all ranks' buffers.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/device_reduce.h"
+
+namespace coll::cuda {
+namespace {
+
+// f16 and bf16 travel as their bits; arithmetic on them is in f32 (as on the host).
+struct Half {
+  uint16_t bits;
+};
+struct BFloat {
+  uint16_t bits;
+};
+
+template <class T>
+struct Arith {  // the type a value is combined in, and the conversions to and from it
+  using type = T;
+  __device__ static T load(T v) { return v; }
+  __device__ static T store(T v) { return v; }
+};
+template <>
+struct Arith<Half> {
+  using type = float;
+  __device__ static float load(Half v) { return __half2float(__ushort_as_half(v.bits)); }
+  __device__ static Half store(float f) { return Half{__half_as_ushort(__float2half_rn(f))}; }
+};
+template <>
+struct Arith<BFloat> {
+  using type = float;
+  __device__ static float load(BFloat v) { return __bfloat162float(__ushort_as_bfloat16(v.bits)); }
+  __device__ static BFloat store(float f) { return BFloat{__bfloat16_as_ushort(__float2bfloat16_rn(f))}; }
+};
+
+// Integers combine as unsigned of at least int's width, so overflow wraps instead of being
+// undefined (the host kernels do the same).
+template <class T, bool = std::is_integral_v<T>>
+struct Wide {
+  using type = T;
+};
+template <class T>
+struct Wide<T, true> {
+  using type = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
+};
+
+struct Sum {
+  template <class T>
+  __device__ static T apply(T a, T b) {
+    using W = typename Wide<T>::type;
+    return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
+  }
+};
+struct Prod {
+  template <class T>
+  __device__ static T apply(T a, T b) {
+    using W = typename Wide<T>::type;
+    return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
+  }
+};
+struct Min {
+  template <class T>
+  __device__ static T apply(T a, T b) { return b < a ? b : a; }
+};
+struct Max {
+  template <class T>
+  __device__ static T apply(T a, T b) { return a < b ? b : a; }
+};
+
+template <class T, class Op>
+__global__ void reduceKernel(Operands ops, size_t count, int divisor) {
+  using A = Arith<T>;
+  const T* const* in = reinterpret_cast<const T* const*>(ops.in);
+  T* const* out = reinterpret_cast<T* const*>(ops.out);
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    T acc = in[0][i];
+    for (int k = 1; k < ops.n_in; ++k) acc = A::store(Op::apply(A::load(acc), A::load(in[k][i])));
+    if (divisor > 1) acc = A::store(A::load(acc) / static_cast<typename A::type>(divisor));
+    for (int k = 0; k < ops.n_out; ++k) out[k][i] = acc;
+  }
+}
+
+// Enough blocks to fill any current GPU several times over; the loop covers the rest.
+constexpr int kThreads = 256;
+constexpr size_t kMaxBlocks = 4096;
+
+template <class T, class Op>
+cudaError_t launch(const Operands& ops, size_t count, int divisor, cudaStream_t stream) {
+  size_t blocks = (count + kThreads - 1) / kThreads;
+  if (blocks > kMaxBlocks) blocks = kMaxBlocks;
+  reduceKernel<T, Op><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(ops, count, divisor);
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launchOp(const Operands& ops, size_t count, ReduceOp op, int divisor, cudaStream_t stream) {
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg: return launch<T, Sum>(ops, count, divisor, stream);
+    case ReduceOp::prod: return launch<T, Prod>(ops, count, divisor, stream);
+    case ReduceOp::min: return launch<T, Min>(ops, count, divisor, stream);
+    case ReduceOp::max: return launch<T, Max>(ops, count, divisor, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+int launchReduce(const Operands& ops, size_t count, DataType type, ReduceOp op, int divisor, void* stream_ptr) {
+  if (count == 0) return cudaSuccess;
+  if (ops.n_in < 1 || ops.n_in > kMaxOperands || ops.n_out < 0 || ops.n_out > kMaxOperands) return cudaErrorInvalidValue;
+  if (op != ReduceOp::avg) divisor = 1;
+  auto stream = static_cast<cudaStream_t>(stream_ptr);
+  switch (type) {
+    case DataType::f32: return launchOp<float>(ops, count, op, divisor, stream);
+    case DataType::f64: return launchOp<double>(ops, count, op, divisor, stream);
+    case DataType::f16: return launchOp<Half>(ops, count, op, divisor, stream);
+    case DataType::bf16: return launchOp<BFloat>(ops, count, op, divisor, stream);
+    case DataType::i8: return launchOp<int8_t>(ops, count, op, divisor, stream);
+    case DataType::u8: return launchOp<uint8_t>(ops, count, op, divisor, stream);
+    case DataType::i32: return launchOp<int32_t>(ops, count, op, divisor, stream);
+    case DataType::u32: return launchOp<uint32_t>(ops, count, op, divisor, stream);
+    case DataType::i64: return launchOp<int64_t>(ops, count, op, divisor, stream);
+    case DataType::u64: return launchOp<uint64_t>(ops, count, op, divisor, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace coll::cuda
