@@ -159,54 +159,43 @@ void UcxConnection::onSent(void* request, ucs_status_t status, void* user) {
 
 // --- receiving -----------------------------------------------------------------------------
 
+// Receives are posted to UCP at once, matching "the next data message from this peer" (tag.h),
+// so UCP lands eager data straight in the user's buffer and starts a rendezvous the moment its
+// request arrives, instead of parking both in its unexpected queue until a probe. UCP matches
+// posted receives in order, so FIFO per peer holds; tag and length are checked on completion.
 void UcxConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
   if (!failure_.isOk()) return complete(cookie, failure_);
-  unmatched_.push_back(RecvRequest{data, bytes, tag, cookie});
-  if (unmatched_.size() == 1) poll();
+  Pending* p = track(cookie, Pending::recv);
+  p->expected_tag = tag;
+  p->expected_bytes = bytes;
+  ucp_request_param_t prm = requestParam(p);
+  prm.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;  // the callback always runs, with the sender's tag
+  prm.cb.recv = &UcxConnection::onReceived;
+  ucs_status_ptr_t r = ucp_tag_recv_nbx(s_.worker, data, bytes, dataTag(s_.peer, 0), kProbeMask, &prm);
+  if (UCS_PTR_IS_ERR(r)) return finish(p, UCS_PTR_STATUS(r), 0);
+  p->request = r;
 }
 
+// Posted receives that nothing arrived for after the peer went away fail, after a grace: UCX
+// may report the loss (a reset connection) before it delivered the bytes that came ahead of it.
 bool UcxConnection::poll() {
-  bool moved = false;
-  while (failure_.isOk() && matchFront()) moved = true;
-  return moved;
+  if (failure_.isOk() && !gone_.isOk() && Clock::now() - gone_since_ >= kGoneGrace) {
+    for (const auto& [raw, p] : in_flight_)
+      if (p->kind == Pending::recv && !p->reported) {
+        fail(gone_);
+        return true;
+      }
+  }
+  return false;
 }
 
-bool UcxConnection::matchFront() {
-  if (unmatched_.empty()) return false;
-  ucp_tag_recv_info_t info{};
-  ucp_tag_message_h msg = ucp_tag_probe_nb(s_.worker, dataTag(s_.peer, 0), kProbeMask, 1, &info);
-  if (!msg) {
-    // Nothing left from a peer that went away: but UCX may report the loss (a reset
-    // connection) before it delivered the bytes that came ahead of it, so wait a little.
-    if (!gone_.isOk() && Clock::now() - gone_since_ >= kGoneGrace) fail(gone_);
-    return false;
-  }
-  RecvRequest r = unmatched_.front();
-  unmatched_.pop_front();
-  Status st = checkMessage(info, r);
-  if (!st) {
-    drain(msg, info.length);  // so the peer's send completes instead of waiting for us forever
-    complete(r.cookie, st);
-    fail(st);
-    return true;
-  }
-  startRecv(track(r.cookie, Pending::recv), r.data, r.bytes, msg);
-  return true;
-}
-
-Status UcxConnection::checkMessage(const ucp_tag_recv_info_t& info, const RecvRequest& r) const {
+Status UcxConnection::checkMessage(const ucp_tag_recv_info_t& info, uint64_t tag, size_t bytes) const {
   uint64_t sent_tag = payloadOf(info.sender_tag);
-  if (sent_tag == (r.tag & kPayloadMask) && info.length == r.bytes) return Status::ok();
+  if (sent_tag == (tag & kPayloadMask) && info.length == bytes) return Status::ok();
   return mismatchError(
       format("peer %d sent message tag %#llx of %zu bytes where tag %#llx of %zu bytes was expected (the ranks issued "
              "different collectives, counts or types)", s_.peer, static_cast<unsigned long long>(sent_tag), info.length,
-             static_cast<unsigned long long>(r.tag), r.bytes), s_.peer);
-}
-
-void UcxConnection::drain(ucp_tag_message_h msg, size_t bytes) {
-  Pending* p = track(0, Pending::discard, std::string(bytes, '\0'));
-  p->reported = true;
-  startRecv(p, p->owned.data(), bytes, msg);
+             static_cast<unsigned long long>(tag), bytes), s_.peer);
 }
 
 void UcxConnection::startRecv(Pending* p, void* data, size_t bytes, ucp_tag_message_h msg) {
@@ -220,6 +209,7 @@ void UcxConnection::startRecv(Pending* p, void* data, size_t bytes, ucp_tag_mess
 
 void UcxConnection::onReceived(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
   auto* p = static_cast<Pending*>(user);
+  if (info) p->info = *info;
   bool released = p->released;
   p->conn->finish(p, status, info ? info->length : 0);
   if (!released) ucp_request_free(request);
@@ -237,6 +227,11 @@ void UcxConnection::finish(Pending* p, ucs_status_t status, size_t received) {
   if (!p->reported && (p->kind == Pending::send || p->kind == Pending::recv)) {
     p->reported = true;
     Status st = status == UCS_OK ? Status::ok() : ucxFailure(p->kind == Pending::send ? "send" : "receive", status);
+    if (p->kind == Pending::recv && (status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED))
+      st = checkMessage(p->info, p->expected_tag, p->expected_bytes);
+    if (p->kind == Pending::recv && st && status == UCS_ERR_MESSAGE_TRUNCATED)
+      st = mismatchError(format("peer %d sent a message longer than the %zu bytes expected", s_.peer,
+                                p->expected_bytes), s_.peer);
     complete(p->cookie, st);
     if (!st) fail(st);
   }
@@ -274,20 +269,23 @@ void UcxConnection::peerGone(Status why) {
     p->reported = true;
     complete(p->cookie, gone_);
   }
-  if (!unmatched_.empty()) poll();
+  poll();
 }
 
 void UcxConnection::fail(const Status& status) {
   if (!failure_.isOk()) return;
   failure_ = status;
   COLL_INFO("NET", "%s failed: %s", describe().c_str(), status.message().c_str());
-  for (const RecvRequest& r : unmatched_) complete(r.cookie, status);
-  unmatched_.clear();
+  std::vector<void*> posted;
   for (auto& [raw, p] : in_flight_) {
     if (p->reported || (p->kind != Pending::send && p->kind != Pending::recv)) continue;
     p->reported = true;
     complete(p->cookie, status);
+    if (p->kind == Pending::recv && p->request && !p->released) posted.push_back(p->request);
   }
+  // A posted receive must not land in a buffer its owner is about to reuse. Cancelling may run
+  // its callback at once (which erases it from in_flight_), hence after the loop.
+  for (void* request : posted) ucp_request_cancel(s_.worker, request);
   sayGoodbye(status.message());  // the peer fails too, as if we had closed a socket
 }
 

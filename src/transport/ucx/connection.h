@@ -3,8 +3,8 @@
 // Sends go out at once (ucp_tag_send_nbx); UCP picks eager or rendezvous by size, and for
 // rendezvous registers the buffer through its own registration cache, so large messages move
 // zero-copy (CMA on one host, RDMA where there is a NIC) without coll mapping memory itself.
-// Receives are matched FIFO: the front posted receive probes for the next message from the
-// peer, checks its tag and length (Mismatch names both), then receives it (ucp_tag_msg_recv).
+// Receives are posted to UCP at once for the next data message from the peer (UCP keeps them
+// in order: FIFO); its tag and length are checked when it completes (Mismatch names both).
 //
 // Losing the peer: UCP's endpoint error (a reset TCP connection), the peer's goodbye (it closed
 // or aborted: a control message), or its process gone (pidfd, same kernel). Messages that
@@ -52,7 +52,7 @@ class UcxConnection : public Connection {
   void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
   void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
 
-  // Matches posted receives with arrived messages; true if any was.
+  // Fails the receives still posted once the peer is gone (after a grace); true if it did.
   bool poll();
   // While idle: looks for the peer's goodbye and (check_process) whether its process died.
   void checkPeer(bool check_process);
@@ -80,12 +80,9 @@ class UcxConnection : public Connection {
     bool reported = false;
     void* request = nullptr;  // UCP's, while it runs
     bool released = false;    // handed back to UCP before it ended (closing)
-  };
-  struct RecvRequest {
-    void* data;
-    size_t bytes;
-    uint64_t tag;
-    uint64_t cookie;
+    uint64_t expected_tag = 0;   // recv: what the op posted
+    size_t expected_bytes = 0;
+    ucp_tag_recv_info_t info{};  // recv: what arrived
   };
 
   static void onSent(void* request, ucs_status_t status, void* user);
@@ -99,9 +96,7 @@ class UcxConnection : public Connection {
   Status wireUp(Deadline deadline);
   Status awaitRequest(void* request, Deadline deadline, const char* what);
   void startRecv(Pending* p, void* data, size_t bytes, ucp_tag_message_h msg);
-  bool matchFront();
-  Status checkMessage(const ucp_tag_recv_info_t& info, const RecvRequest& r) const;
-  void drain(ucp_tag_message_h msg, size_t bytes);
+  Status checkMessage(const ucp_tag_recv_info_t& info, uint64_t tag, size_t bytes) const;
   void peerGone(Status why);
   void complete(uint64_t cookie, Status status);
   Status ucxFailure(const char* what, ucs_status_t status) const;
@@ -110,7 +105,6 @@ class UcxConnection : public Connection {
   ucp_ep_h ep_ = nullptr;
   std::optional<shm::PeerProcess> process_;
   std::unordered_map<Pending*, std::unique_ptr<Pending>> in_flight_;
-  std::deque<RecvRequest> unmatched_;  // posted, no message probed for them yet
   bool said_goodbye_ = false;
   int hellos_ = 0;  // 2: ours sent and the peer's received
   bool ep_failed_ = false;  // UCP reported an error: the endpoint may only be force-closed
