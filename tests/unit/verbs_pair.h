@@ -75,7 +75,8 @@ struct VerbsPair {
   std::map<uint64_t, Status> done[2];  // cookie -> status, per rank
 
   // Creates both transports and connects them (the connects wait for each other: two threads).
-  void start(VerbsOptions options = smallWindow()) {
+  void start(VerbsOptions options = smallWindow(), bool real = false) {
+    real_device = real;
     for (int r = 0; r < 2; ++r) ASSERT_TRUE(create(r, options).isOk());
     Status st[2];
     std::thread other([&] { st[1] = t[1]->connect(0, Clock::now() + 5s, &c[1]); });
@@ -85,11 +86,14 @@ struct VerbsPair {
     ASSERT_TRUE(st[1].isOk()) << st[1].message();
   }
 
+  bool real_device = false;  // both ranks on this machine's RDMA device (loopback)
+
   Status create(int rank, const VerbsOptions& options) {
     clients[rank] = std::make_unique<MemoryStore::Client>(&store);
     PeerDirectory dir{rank, 2, "secret", "test/", clients[rank].get(), "localhost"};
     Config config;
     config.timeout = 5s;
+    if (real_device) return createTransport(config, dir, &t[rank]);
     return createTransportOver(config, dir, fabric.addNic("nic" + std::to_string(rank), &nic[rank]), options, &t[rank]);
   }
 
