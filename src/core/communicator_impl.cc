@@ -206,6 +206,8 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
     return work;
   }
   const bool hold = op.device >= 0 && op.stream;
+  // cuda_ipc ops on a stream complete before the call returns (cuda/device_ops.h says why).
+  const bool finish_now = hold && cuda::takesIpcPath(op, size_, hosts_.num_hosts == 1, config_);
   OpRequest held;  // what holdStreams() needs, after op has moved into the queue
   if (hold) {
     held.device = op.device;
@@ -213,6 +215,10 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
     held.work = op.work;
   }
   push(std::move(op));
+  if (finish_now) {
+    work.wait();
+    return work;
+  }
   if (hold) {
     st = holdStreams(held, stream_gate_);
     if (!st) throw st.toError(format("%s (rank %d)", held.work->op_name.c_str(), rank_));

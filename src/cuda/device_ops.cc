@@ -54,7 +54,6 @@ Status DeviceOps::execute(const OpRequest& op, uint64_t tag, std::string* algori
               !impl_->env.config.cuda_ipc ? "COLL_CUDA_IPC=0"
               : !impl_->env.one_host     ? "ranks on several hosts"
               : impl_->env.size > kMaxOperands ? "more ranks on this host than cuda_ipc serves"
-              : op.stream                      ? "ops issued on a CUDA stream"
                                                : "point-to-point ops");
   impl_->logged_staged = true;
   return impl_->staged.run(op, tag, *ctx, algorithm);

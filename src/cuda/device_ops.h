@@ -17,6 +17,13 @@
 
 namespace coll::cuda {
 
+// Whether a device op takes the cuda_ipc path (the same answer on every rank for the same call).
+// An op issued on a stream that takes it completes before the call returns (the communicator
+// waits for it): a stream held on the GPU for it (stream_gate.h) deadlocked with this path's
+// kernel and IPC event waits when two ranks shared one GPU. Ops of the staged path, copies
+// only, hold the stream and return at once.
+bool takesIpcPath(const OpRequest& op, int size, bool one_host, const Config& config);
+
 struct DeviceEnv {
   int rank = 0;
   int size = 1;

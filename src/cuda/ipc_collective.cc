@@ -28,14 +28,13 @@ bool reducing(OpKind k) { return k == OpKind::allreduce || k == OpKind::reduce |
 
 }  // namespace
 
-bool IpcCollective::handles(const OpRequest& op, const DeviceEnv& env) {
-  if (!env.one_host || !env.config.cuda_ipc || env.size > kMaxOperands) return false;
-  // Ops issued on a stream stage instead. With two ranks sharing one GPU (H100, driver 580),
-  // a stream held by cuStreamWaitValue64 (stream_gate.h) while this path's kernel and IPC
-  // event waits ran deadlocked on the GPU: neither rank's kernel finished. The staged path,
-  // copies only, passes the same test. Not yet tried with one GPU per rank.
-  if (op.stream) return false;
+bool takesIpcPath(const OpRequest& op, int size, bool one_host, const Config& config) {
+  if (!one_host || !config.cuda_ipc || size > kMaxOperands) return false;
   return op.kind != OpKind::send && op.kind != OpKind::recv && op.kind != OpKind::group && op.kind != OpKind::barrier;
+}
+
+bool IpcCollective::handles(const OpRequest& op, const DeviceEnv& env) {
+  return takesIpcPath(op, env.size, env.one_host, env.config);
 }
 
 namespace {
