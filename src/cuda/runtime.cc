@@ -3,10 +3,7 @@
 #include <cuda.h>  // types only (driver_entry.h)
 #include <cuda_runtime.h>
 
-#include <mutex>
-
 #include "core/log.h"
-#include "core/work_state.h"
 #include "cuda/driver_entry.h"
 
 namespace coll::cuda {

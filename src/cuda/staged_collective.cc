@@ -13,10 +13,11 @@ bool elementwise(OpKind k) { return k == OpKind::allreduce || k == OpKind::broad
 constexpr size_t kAlign = 256;
 size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-// Pinned bytes the host twin of `op` needs (stageIn's layout).
+// Pinned bytes the host twin of `op` needs (stageIn's layout: an in-place span is at most
+// in + out bytes long).
 size_t twinBytes(const OpRequest& op, int rank, int n) {
   BufferSizes s = sizesOf(op, rank, n);
-  return aligned(s.in) + aligned(s.out) + aligned(s.in + s.out);
+  return aligned(s.in) + aligned(s.out);
 }
 
 Status waitFor(const OpRequest& op, DeviceContext& ctx) {
