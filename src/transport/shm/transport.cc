@@ -13,6 +13,7 @@
 
 #include "bootstrap/store.h"
 #include "core/log.h"
+#include "transport/abort_signal.h"
 #include "transport/shm/cma.h"
 #include "transport/shm/connection.h"
 #include "transport/shm/doorbell.h"
@@ -84,8 +85,8 @@ class ShmTransport : public Transport {
   void checkPeers(Clock::time_point now);
   void pause(Idle& idle, Clock::time_point now, Deadline until);
   void sleepUntilRung(Clock::time_point now, Deadline until);
-  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
-  std::string abortReason();
+  bool aborted() const { return abort_.raised(); }
+  std::string abortReason() const { return abort_.reason(); }
 
   Config config_;
   PeerDirectory dir_;
@@ -102,9 +103,7 @@ class ShmTransport : public Transport {
   std::vector<Completion> completions_;
   Clock::time_point next_liveness_check_{};
   bool logged_no_cma_ = false;
-  std::atomic<bool> aborted_{false};
-  std::mutex abort_mu_;
-  std::string abort_reason_;
+  AbortSignal abort_;
 };
 
 ShmTransport::~ShmTransport() {
@@ -349,17 +348,8 @@ bool ShmTransport::armForPoll() {
 
 void ShmTransport::disarmAfterPoll() { self_->doorbell.fd_sleepers.fetch_sub(1, std::memory_order_relaxed); }
 
-std::string ShmTransport::abortReason() {
-  std::lock_guard<std::mutex> lock(abort_mu_);
-  return abort_reason_;
-}
-
 void ShmTransport::abort(const std::string& reason) {
-  {
-    std::lock_guard<std::mutex> lock(abort_mu_);
-    if (abort_reason_.empty()) abort_reason_ = reason;
-  }
-  if (!aborted_.exchange(true, std::memory_order_acq_rel) && own_) {
+  if (abort_.raise(reason) && own_) {
     std::snprintf(own_.header()->abort_reason, kReasonBytes, "%s", reason.c_str());
     own_.header()->aborted.store(1, std::memory_order_release);
   }

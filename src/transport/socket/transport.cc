@@ -13,6 +13,7 @@
 
 #include "bootstrap/store.h"
 #include "core/log.h"
+#include "transport/abort_signal.h"
 #include "transport/socket/connection.h"
 #include "transport/socket/handshake.h"
 #include "transport/socket/interface.h"
@@ -62,10 +63,10 @@ class SocketTransport : public Transport {
   Status progress(std::vector<Completion>* out, Deadline until) override {
     if (completions_.empty() && until > Clock::now()) io_.run_one_until(until);
     io_.poll();
-    if (aborted_.load()) failAll();
+    if (abort_.raised()) failAll();
     out->insert(out->end(), std::make_move_iterator(completions_.begin()), std::make_move_iterator(completions_.end()));
     completions_.clear();
-    if (aborted_.load()) return peerLostError(abortReason());
+    if (abort_.raised()) return peerLostError(abort_.reason());
     return Status::ok();
   }
 
@@ -74,27 +75,18 @@ class SocketTransport : public Transport {
     return true;
   }
 
-  bool armForPoll() override { return completions_.empty() && !aborted_.load(); }
+  bool armForPoll() override { return completions_.empty() && !abort_.raised(); }
 
   void abort(const std::string& reason) override {
-    {
-      std::lock_guard<std::mutex> lock(abort_mu_);
-      if (abort_reason_.empty()) abort_reason_ = reason;
-    }
-    aborted_ = true;
+    abort_.raise(reason);
     io_.stop();  // wakes a progress() blocked in run_one_until
   }
 
  private:
   std::string key(int rank) const { return dir_.key_prefix + "socket/" + std::to_string(rank); }
 
-  std::string abortReason() {
-    std::lock_guard<std::mutex> lock(abort_mu_);
-    return abort_reason_;
-  }
-
   void failAll() {
-    Status st = peerLostError(abortReason());
+    Status st = peerLostError(abort_.reason());
     for (auto& [peer, conn] : connections_) conn->fail(st);
   }
 
@@ -180,9 +172,7 @@ class SocketTransport : public Transport {
   std::map<int, std::map<int, UniqueFd>> pending_;  // peer -> stream -> authenticated socket
   std::map<int, std::unique_ptr<SocketConnection>> connections_;
   std::vector<Completion> completions_;
-  std::atomic<bool> aborted_{false};
-  std::mutex abort_mu_;
-  std::string abort_reason_;
+  AbortSignal abort_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "bootstrap/store.h"
 #include "core/log.h"
+#include "transport/abort_signal.h"
 #include "transport/ucx/connection.h"
 #include "transport/ucx/peer_card.h"
 #include "transport/ucx/tag.h"
@@ -48,8 +49,8 @@ class UcxTransport : public Transport {
   void pause(Clock::time_point idle_since, Clock::time_point now, Deadline until);
   void onAbort();
   void closeAll();
-  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
-  std::string abortReason();
+  bool aborted() const { return abort_.raised(); }
+  std::string abortReason() const { return abort_.reason(); }
 
   Config config_;
   PeerDirectory dir_;
@@ -61,9 +62,7 @@ class UcxTransport : public Transport {
   std::vector<Completion> completions_;
   Clock::time_point next_liveness_check_{};
   bool abort_handled_ = false;
-  std::atomic<bool> aborted_{false};
-  std::mutex abort_mu_;
-  std::string abort_reason_;
+  AbortSignal abort_;
 };
 
 Status UcxTransport::open() {
@@ -169,18 +168,7 @@ void UcxTransport::onAbort() {
   while (Clock::now() < end) worker_->progress();
 }
 
-std::string UcxTransport::abortReason() {
-  std::lock_guard<std::mutex> lock(abort_mu_);
-  return abort_reason_;
-}
-
-void UcxTransport::abort(const std::string& reason) {
-  {
-    std::lock_guard<std::mutex> lock(abort_mu_);
-    if (abort_reason_.empty()) abort_reason_ = reason;
-  }
-  aborted_.store(true, std::memory_order_release);
-}
+void UcxTransport::abort(const std::string& reason) { abort_.raise(reason); }
 
 UcxTransport::~UcxTransport() {
   if (!worker_) return;

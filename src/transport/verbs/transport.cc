@@ -9,6 +9,7 @@
 
 #include "bootstrap/store.h"
 #include "core/log.h"
+#include "transport/abort_signal.h"
 #include "transport/verbs/connection.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/ibv_device_ops.h"
@@ -50,8 +51,8 @@ class VerbsTransport : public Transport {
   void failAll(const Status& st);
   void pause(Clock::time_point idle_since, Clock::time_point now, Deadline until);
   void onAbort();
-  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
-  std::string abortReason();
+  bool aborted() const { return abort_.raised(); }
+  std::string abortReason() const { return abort_.reason(); }
 
   Config config_;
   PeerDirectory dir_;
@@ -67,9 +68,7 @@ class VerbsTransport : public Transport {
   bool wiring_tried_ = false;
   std::vector<Completion> completions_;
   bool abort_handled_ = false;
-  std::atomic<bool> aborted_{false};
-  std::mutex abort_mu_;
-  std::string abort_reason_;
+  AbortSignal abort_;
 };
 
 VerbsTransport::VerbsTransport(const Config& config, const PeerDirectory& dir, std::unique_ptr<VerbsDevice> device,
@@ -219,18 +218,7 @@ void VerbsTransport::onAbort() {
   failAll(st);
 }
 
-std::string VerbsTransport::abortReason() {
-  std::lock_guard<std::mutex> lock(abort_mu_);
-  return abort_reason_;
-}
-
-void VerbsTransport::abort(const std::string& reason) {
-  {
-    std::lock_guard<std::mutex> lock(abort_mu_);
-    if (abort_reason_.empty()) abort_reason_ = reason;
-  }
-  aborted_.store(true, std::memory_order_release);
-}
+void VerbsTransport::abort(const std::string& reason) { abort_.raise(reason); }
 
 // Goodbyes go out while the NIC still runs them; the queue pairs are destroyed after.
 VerbsTransport::~VerbsTransport() {
