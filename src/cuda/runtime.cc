@@ -3,6 +3,8 @@
 #include <cuda.h>  // types only (driver_entry.h)
 #include <cuda_runtime.h>
 
+#include <atomic>
+
 #include "core/log.h"
 #include "cuda/driver_entry.h"
 
@@ -63,7 +65,7 @@ namespace {
 // context made by another thread. Without one no pointer can be device memory, and asking the
 // runtime about a pointer would create one (hundreds of MiB of GPU memory) in a process that
 // only ever passes host buffers.
-bool hasContext() {
+bool findContext() {
   using GetCurrent = CUresult (*)(CUcontext*);
   using PrimaryState = CUresult (*)(CUdevice, unsigned*, int*);
   static const auto current = reinterpret_cast<GetCurrent>(driverEntry("cuCtxGetCurrent"));
@@ -78,6 +80,16 @@ bool hasContext() {
     if (primary(d, &flags, &active) == CUDA_SUCCESS && active) return true;
   }
   return false;
+}
+
+// Asked on every op; once a context has been seen the answer stays yes (asking the runtime is
+// then harmless), so the driver is queried only until the first GPU allocation.
+bool hasContext() {
+  static std::atomic<bool> seen{false};
+  if (seen.load(std::memory_order_relaxed)) return true;
+  if (!findContext()) return false;
+  seen.store(true, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace
