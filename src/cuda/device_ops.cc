@@ -31,17 +31,21 @@ struct DeviceOps::Impl {
   bool logged_ipc = false, logged_staged = false;
 };
 
+bool DeviceOps::usesIpc(const OpRequest& op) const {
+  return takesIpcPath(op, impl_->env.size, impl_->env.one_host, impl_->env.config);
+}
+
 DeviceOps::DeviceOps(DeviceEnv env) : impl_(std::make_unique<Impl>(std::move(env))) {}
 DeviceOps::~DeviceOps() = default;
 
 const char* DeviceOps::pathFor(const OpRequest& op) const {
-  return IpcCollective::handles(op, impl_->env) ? "cuda_ipc" : "staged";
+  return usesIpc(op) ? "cuda_ipc" : "staged";
 }
 
 Status DeviceOps::execute(const OpRequest& op, uint64_t tag, std::string* algorithm) {
   DeviceContext* ctx = nullptr;
   COLL_RETURN_IF_ERROR(impl_->context(op.device, &ctx));
-  if (IpcCollective::handles(op, impl_->env)) {
+  if (usesIpc(op)) {
     if (!impl_->logged_ipc)
       COLL_INFO("INIT", "rank %d: device buffers move by cuda_ipc (every rank on this host, GPU %d)", impl_->env.rank,
                 op.device);

@@ -45,6 +45,8 @@ class DeviceOps {
   Status execute(const OpRequest& op, uint64_t tag, std::string* algorithm);
 
  private:
+  bool usesIpc(const OpRequest& op) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -33,10 +33,6 @@ bool takesIpcPath(const OpRequest& op, int size, bool one_host, const Config& co
   return op.kind != OpKind::send && op.kind != OpKind::recv && op.kind != OpKind::group && op.kind != OpKind::barrier;
 }
 
-bool IpcCollective::handles(const OpRequest& op, const DeviceEnv& env) {
-  return takesIpcPath(op, env.size, env.one_host, env.config);
-}
-
 namespace {
 double usSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();

@@ -27,8 +27,6 @@ namespace coll::cuda {
 class IpcCollective {
  public:
   explicit IpcCollective(const DeviceEnv& env) : env_(env) {}
-  // Whether `op` can take this path (the same answer on every rank for the same call).
-  static bool handles(const OpRequest& op, const DeviceEnv& env);
   Status run(const OpRequest& op, uint64_t tag, DeviceContext& ctx, std::string* algorithm);
 
  private:

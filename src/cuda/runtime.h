@@ -1,5 +1,5 @@
 // What the rest of coll asks of CUDA, with no CUDA header in sight: whether a GPU is there,
-// whether a pointer is device memory, and stream ordering for ops issued on a cudaStream_t.
+// whether a pointer is device memory, and the event that orders an op after its stream's work.
 // A build without CUDA links runtime_stub.cc instead: no GPU, every pointer is host memory.
 #pragma once
 
@@ -7,10 +7,6 @@
 #include <string>
 
 #include "core/status.h"
-
-namespace coll::detail {
-struct WorkState;
-}
 
 namespace coll::cuda {
 
