@@ -103,6 +103,7 @@ Config Config::fromEnvironment() {
   readString("COLL_JOB_SECRET", &c.job_secret);
   readString("COLL_ALGO", &c.algo);
   readString("COLL_TRANSPORT", &c.transport);
+  readString("COLL_NET", &c.net);
   readString("COLL_HOST_ID", &c.host_id);
   readBytes("COLL_SHM_SLOT_BYTES", 4096, 64ull << 20, &c.shm_slot_bytes);
   readInt("COLL_SHM_NSLOTS", 2, 4096, &c.shm_nslots);

@@ -21,6 +21,7 @@ struct Config {
   std::string job_secret;                      // COLL_JOB_SECRET
   std::string algo;                            // COLL_ALGO: forced algorithm(s), e.g. "ring"
   std::string transport;                       // COLL_TRANSPORT: forced transport, e.g. "socket"
+  std::string net;                             // COLL_NET: transport between hosts (socket, ucx, verbs)
   std::string host_id;                         // COLL_HOST_ID: overrides host grouping
   // Shared-memory transport (src/transport/shm/). Each rank's segment holds, per local peer, a
   // ring of shm_nslots slots of shm_slot_bytes: 16 x 32 KiB = 512 KiB per peer, so 8 ranks on

@@ -1,9 +1,10 @@
 // Chooses, for every peer, the transport that reaches it best: shared memory for ranks on the
-// same host (by host grouping: hostname + boot id), sockets for the rest (later: cuda_ipc >
-// shm > verbs > socket). UCX serves every peer when forced (COLL_TRANSPORT=ucx) and is left
-// out of the automatic choice: see registry.cc for the measurement behind that.
-// COLL_TRANSPORT forces one for every peer; forcing one that cannot reach a peer is an error
-// that names the peer. Every rank must create the transports (some set-ups are collective).
+// same host (by host grouping: hostname + boot id; device buffers there go through cuda_ipc,
+// decided per op in src/cuda), and for ranks on other hosts the job's network transport,
+// verbs > ucx > socket, agreed by all ranks (network_choice.h says when each is used).
+// COLL_NET picks the network transport; COLL_TRANSPORT forces one for every peer; forcing one
+// that cannot reach a peer is an error that names the peer. Every rank must create the
+// transports (some set-ups are collective). The choice and its reasons are logged (NET).
 #pragma once
 
 #include <memory>

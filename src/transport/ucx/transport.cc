@@ -32,7 +32,8 @@ constexpr auto kAbortFlush = milliseconds(50);    // pushing goodbyes out after 
 
 class UcxTransport : public Transport {
  public:
-  UcxTransport(const Config& config, const PeerDirectory& dir) : config_(config), dir_(dir) {}
+  UcxTransport(const Config& config, const PeerDirectory& dir, std::vector<bool> serves)
+      : config_(config), dir_(dir), serves_(std::move(serves)) {}
   ~UcxTransport() override;
 
   const char* name() const override { return "ucx"; }
@@ -54,6 +55,7 @@ class UcxTransport : public Transport {
 
   Config config_;
   PeerDirectory dir_;
+  std::vector<bool> serves_;  // the peers this transport talks to (every one where empty)
   std::unique_ptr<Worker> worker_;
   PeerCard card_;
   std::map<int, std::unique_ptr<UcxConnection>> connections_;
@@ -78,7 +80,7 @@ Status UcxTransport::open() {
 Status UcxTransport::connect(int peer, Deadline deadline, Connection** out) {
   if (connections_.empty()) {
     for (int p = 0; p < dir_.size; ++p)
-      if (p != dir_.rank) COLL_RETURN_IF_ERROR(open(p, deadline));
+      if (p != dir_.rank && (serves_.empty() || serves_[p])) COLL_RETURN_IF_ERROR(open(p, deadline));
   }
   auto it = connections_.find(peer);
   if (it == connections_.end()) return invalidArgument(format("ucx transport: no peer %d", peer));
@@ -209,8 +211,9 @@ void UcxTransport::closeAll() {
 
 }  // namespace
 
-Status createTransport(const Config& config, const PeerDirectory& directory, std::unique_ptr<Transport>* out) {
-  auto t = std::make_unique<UcxTransport>(config, directory);
+Status createTransport(const Config& config, const PeerDirectory& directory, std::unique_ptr<Transport>* out,
+                       std::vector<bool> serves) {
+  auto t = std::make_unique<UcxTransport>(config, directory, std::move(serves));
   COLL_RETURN_IF_ERROR(t->open());
   *out = std::move(t);
   return Status::ok();

@@ -1,6 +1,7 @@
 // The UCX transport: UCP (tag API) over whatever UCX finds (shared memory and CMA on one host,
 // TCP, InfiniBand/RoCE). UCX's own variables choose its transports (e.g. UCX_TLS=tcp,
-// UCX_NET_DEVICES=eth0); coll only forces this transport with COLL_TRANSPORT=ucx.
+// UCX_NET_DEVICES=eth0). The registry uses it for every peer under COLL_TRANSPORT=ucx, and for
+// the peers on other hosts where it is the job's network transport (network_choice.h).
 //
 // One UCP context and worker per communicator. Set-up is not collective: each rank publishes
 // its worker address (and its pid, to be watched on one kernel) under key_prefix + "ucx/<rank>";
@@ -16,12 +17,16 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "core/config.h"
 #include "transport/transport.h"
 
 namespace coll::transport::ucx {
 
-Status createTransport(const Config& config, const PeerDirectory& directory, std::unique_ptr<Transport>* out);
+// `serves[p]`: whether peer p is reached through this transport (empty: every peer). Both ends
+// of a pair must agree, as host grouping does.
+Status createTransport(const Config& config, const PeerDirectory& directory, std::unique_ptr<Transport>* out,
+                       std::vector<bool> serves = {});
 
 }  // namespace coll::transport::ucx
