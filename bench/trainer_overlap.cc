@@ -22,18 +22,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "coll/communicator.h"
 #include "trainer/dense.h"
+#include "trainer/device_timed_dense.h"
 #include "trainer/mlp.h"
 #include "trainer/relu.h"
 #include "trainer/replicated_update.h"
 #include "trainer/sgd.h"
+#include "trainer/step_figures.h"
 #include "trainer/trainer.h"
 
 using namespace coll::trainer;
@@ -47,95 +47,6 @@ struct Options {
   std::string trace;
   double device_gflops = 0;  // 0: compute on the CPU
 };
-
-// A dense layer whose forward and backward take the time an accelerator of `gflops` would,
-// sleeping instead of computing (outputs and gradients are zeros; the bytes all-reduced are
-// the same as the real layer's).
-class DeviceTimedDense : public Layer {
- public:
-  DeviceTimedDense(size_t in, size_t out, double gflops) : in_(in), out_(out), gflops_(gflops) {}
-  std::string name() const override { return "device_dense" + std::to_string(in_) + "x" + std::to_string(out_); }
-  std::vector<ParamSpec> parameters() const override { return {{"weight", in_ * out_}, {"bias", out_}}; }
-  void forward(const Matrix& in, Matrix* out) override {
-    out->resize(in.rows, out_);
-    sleepFor(2.0 * static_cast<double>(in.rows * in_ * out_));
-  }
-  void backward(const Matrix& grad_out, Matrix* grad_in) override {
-    grad_in->resize(grad_out.rows, in_);
-    sleepFor(4.0 * static_cast<double>(grad_out.rows * in_ * out_));
-  }
-
- private:
-  void sleepFor(double flops) const {
-    std::this_thread::sleep_for(std::chrono::duration<double>(flops / (gflops_ * 1e9)));
-  }
-  size_t in_, out_;
-  double gflops_;
-};
-
-struct Interval {
-  double start, end;
-};
-
-double seconds(Clock::time_point t, Clock::time_point origin) { return std::chrono::duration<double>(t - origin).count(); }
-
-// Length of the union of intervals, optionally clipped to [lo, hi].
-double unionLength(std::vector<Interval> v, double lo, double hi) {
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
-  double total = 0, cur_s = 0, cur_e = -1e300;
-  for (Interval i : v) {
-    i.start = std::max(i.start, lo);
-    i.end = std::min(i.end, hi);
-    if (i.end <= i.start) continue;
-    if (i.start > cur_e) {
-      if (cur_e > cur_s) total += cur_e - cur_s;
-      cur_s = i.start;
-      cur_e = i.end;
-    } else {
-      cur_e = std::max(cur_e, i.end);
-    }
-  }
-  if (cur_e > cur_s) total += cur_e - cur_s;
-  return total;
-}
-
-struct StepFigures {
-  double step = 0, backward = 0, comm = 0, hidden = 0;
-};
-
-// Per step of the timeline: wall time from forward's start to the end of step, backward span,
-// communication union and its part under backward.
-std::vector<StepFigures> analyse(const Timeline& timeline) {
-  std::map<int64_t, std::vector<TimelineEvent>> by_step;
-  for (const TimelineEvent& e : timeline.events()) by_step[e.step].push_back(e);
-  std::vector<StepFigures> out;
-  for (auto& [step, events] : by_step) {
-    Clock::time_point origin = events.front().start;
-    for (const auto& e : events) origin = std::min(origin, e.start);
-    double first = 1e300, last = 0, bw_start = 1e300, bw_end = 0;
-    std::vector<Interval> comm;
-    for (const auto& e : events) {
-      if (e.lane == Lane::input) continue;
-      double s = seconds(e.start, origin), t = seconds(e.end, origin);
-      first = std::min(first, s);
-      last = std::max(last, t);
-      if (e.name.rfind("backward", 0) == 0) bw_start = std::min(bw_start, s), bw_end = std::max(bw_end, t);
-      if (e.lane == Lane::comm) comm.push_back({s, t});
-    }
-    StepFigures f;
-    f.step = last - first;
-    f.backward = bw_end - bw_start;
-    f.comm = unionLength(comm, -1e300, 1e300);
-    f.hidden = unionLength(comm, bw_start, bw_end);
-    out.push_back(f);
-  }
-  return out;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -215,7 +126,7 @@ int main(int argc, char** argv) {
     for (auto& m : modes) {
       m->trainer->timeline().clear();
       m->trainer->run(o.steps + 1, [&](int64_t) { return batch; });
-      std::vector<StepFigures> f = analyse(m->trainer->flushedTimeline());
+      std::vector<StepFigures> f = analyseSteps(m->trainer->flushedTimeline());
       m->figures.insert(m->figures.end(), f.begin() + 1, f.end());  // the first step of a round warms up
     }
   }
@@ -231,7 +142,7 @@ int main(int argc, char** argv) {
     std::vector<double> step, bw, comm_t, hid;
     for (const auto& f : m->figures) {
       step.push_back(f.step), bw.push_back(f.backward), comm_t.push_back(f.comm);
-      hid.push_back(f.comm > 0 ? f.hidden / f.comm : 0);
+      hid.push_back(f.hiddenFraction());
     }
     if (m->name == "single") single = median(step);
     std::printf("%-10s %12.1f %12.1f %12.1f %10.3f %10.3f  %s\n", m->name.c_str(), 1e3 * median(step), 1e3 * median(bw),

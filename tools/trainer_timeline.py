@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Renders trainer Chrome traces (Timeline::writeChromeTrace) as a PNG timeline.
 
-usage: tools/trainer_timeline.py OUT.png TRACE.json [TRACE.json ...] [--steps 2] [--title T]
+usage: tools/trainer_timeline.py OUT.png TRACE.json [TRACE.json ...] [--steps 2] [--rank 0] [--title T]
 
 One panel per trace (e.g. one all-reduce after backward, and bucketed overlap), with the
 compute lane (forward, backward per layer, optimizer waits and updates) above the
@@ -28,9 +28,12 @@ def colour(name):
     return "#999999"
 
 
-def load(path, steps):
+def load(path, steps, rank):
     with open(path) as f:
-        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e["tid"] in (0, 1)]
+        events = [e for e in json.load(f)["traceEvents"]
+                  if e.get("ph") == "X" and e["tid"] in (0, 1) and e.get("pid", 0) == rank]
+    if not events:
+        raise SystemExit(f"{path}: no events of rank {rank}")
     last = max(e["args"]["step"] for e in events)
     shown = [e for e in events if e["args"]["step"] > last - steps]
     t0 = min(e["ts"] for e in shown)
@@ -42,9 +45,11 @@ def main():
     p.add_argument("out")
     p.add_argument("traces", nargs="+")
     p.add_argument("--steps", type=int, default=2)
-    p.add_argument("--title", default="coll trainer timeline (rank 0)")
+    p.add_argument("--rank", type=int, default=0, help="the rank to draw (coll-train's traces hold every rank)")
+    p.add_argument("--title", default=None)
     a = p.parse_args()
-    panels = [(t, load(t, a.steps)) for t in a.traces]
+    a.title = a.title or f"coll trainer timeline (rank {a.rank})"
+    panels = [(t, load(t, a.steps, a.rank)) for t in a.traces]
     end = max(s + d for _, ev in panels for _, _, s, d in ev)
     fig, axes = plt.subplots(len(panels), 1, figsize=(12, 1.9 * len(panels) + 1.0), squeeze=False)
     for ax, (path, events) in zip(axes[:, 0], panels):

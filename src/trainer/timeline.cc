@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace coll::trainer {
 namespace {
@@ -37,22 +39,39 @@ void Timeline::clear() {
   events_.clear();
 }
 
+std::string Timeline::chromeTraceEvents(int rank) const {
+  std::string out;
+  char line[512];
+  for (int lane = 0; lane < 3; ++lane) {
+    std::snprintf(line, sizeof line,
+                  "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"%s\"}}", rank,
+                  lane, laneName(static_cast<Lane>(lane)));
+    out += (out.empty() ? "" : ",\n") + std::string(line);
+  }
+  std::snprintf(line, sizeof line, ",\n{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"rank %d\"}}",
+                rank, rank);
+  out += line;
+  for (const TimelineEvent& e : events()) {
+    std::snprintf(line, sizeof line,
+                  ",\n{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
+                  "\"args\": {\"step\": %lld, \"bytes\": %zu}}",
+                  e.name.c_str(), rank, static_cast<int>(e.lane), micros(e.start - origin_), micros(e.end - e.start),
+                  static_cast<long long>(e.step), e.bytes);
+    out += line;
+  }
+  return out;
+}
+
 void Timeline::writeChromeTrace(const std::string& path, int rank) const {
+  writeChromeTraceFile(path, {chromeTraceEvents(rank)});
+}
+
+void writeChromeTraceFile(const std::string& path, const std::vector<std::string>& event_lists) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "w"), &std::fclose);
   if (!f) throw std::runtime_error("timeline: cannot write " + path);
   std::fprintf(f.get(), "{\"traceEvents\": [\n");
-  for (int lane = 0; lane < 3; ++lane)
-    std::fprintf(f.get(), "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"%s\"}},\n",
-                 rank, lane, laneName(static_cast<Lane>(lane)));
-  std::vector<TimelineEvent> all = events();
-  for (size_t i = 0; i < all.size(); ++i) {
-    const TimelineEvent& e = all[i];
-    std::fprintf(f.get(),
-                 "{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
-                 "\"args\": {\"step\": %lld, \"bytes\": %zu}}%s\n",
-                 e.name.c_str(), rank, static_cast<int>(e.lane), micros(e.start - origin_), micros(e.end - e.start),
-                 static_cast<long long>(e.step), e.bytes, i + 1 < all.size() ? "," : "");
-  }
+  for (size_t i = 0; i < event_lists.size(); ++i)
+    std::fprintf(f.get(), "%s%s\n", event_lists[i].c_str(), i + 1 < event_lists.size() ? "," : "");
   std::fprintf(f.get(), "], \"displayTimeUnit\": \"ms\"}\n");
   if (std::ferror(f.get())) throw std::runtime_error("timeline: error writing " + path);
 }

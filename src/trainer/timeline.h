@@ -39,6 +39,9 @@ class Timeline {
   // {"traceEvents": [...]} with pid = rank, tid = lane; bytes and step in args. Throws
   // std::runtime_error naming the path when it cannot be written.
   void writeChromeTrace(const std::string& path, int rank) const;
+  // The same events as a comma-separated list of trace objects (no brackets), so the lists
+  // of several ranks can go into one file.
+  std::string chromeTraceEvents(int rank) const;
 
  private:
   bool enabled_;
@@ -46,6 +49,10 @@ class Timeline {
   mutable std::mutex mu_;
   std::vector<TimelineEvent> events_;
 };
+
+// One Chrome trace file holding several ranks' chromeTraceEvents() lists (each list is never
+// empty: it always names its lanes).
+void writeChromeTraceFile(const std::string& path, const std::vector<std::string>& event_lists);
 
 // Records [start, now) as an event when it goes out of scope.
 class ScopedEvent {

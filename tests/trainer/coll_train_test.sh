@@ -1,0 +1,66 @@
+#!/bin/bash
+# coll-train end to end: `case` names one check (ctest runs each as its own test).
+#   digits_accuracy  4 ranks reach 1 rank's digits test accuracy (same global batch) within 1 point
+#   json             --json ends with one line holding the four figures; --no-overlap runs too
+#   teacher_trace    the teacher task trains (accuracy above chance) and --trace holds every rank
+#   check_hash       parameters bit-identical on every rank after every step (ZeRO-1, bf16 hook)
+#   bad_input        unknown options and a batch not divisible by the ranks fail with a message
+# usage: coll_train_test.sh COLLRUN COLL_TRAIN CASE   (the digits CSV: $COLL_DIGITS_CSV)
+set -euo pipefail
+collrun=$1 train=$2 case=$3
+work=$(mktemp -d /tmp/coll-train-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+run() { timeout 300 "$collrun" --no-prefix "$@"; }
+field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])[sys.argv[1]])' "$1"; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+case $case in
+  digits_accuracy)
+    one=$(run -n 1 "$train" --epochs 25 --batch 64 --json | tee "$work/one" | field test_accuracy)
+    four=$(run -n 4 "$train" --epochs 25 --batch 64 --json | tee "$work/four" | field test_accuracy)
+    cat "$work/one" "$work/four"
+    /usr/bin/python3 -c "import sys; a, b = float('$one'), float('$four'); print(f'1 rank {a:.4f}, 4 ranks {b:.4f}');
+sys.exit(0 if abs(a - b) <= 0.01 and a > 0.9 else 1)" || fail "accuracies differ by more than 1 point"
+    ;;
+  json)
+    out=$(run -n 2 "$train" --epochs 2 --json)
+    echo "$out"
+    for k in median_step_ms hidden_fraction final_loss test_accuracy; do
+      [[ -n $(field $k <<<"$out") ]] || fail "no $k"
+    done
+    [[ $(field overlap <<<"$out") == True ]] || fail "overlap not reported"
+    out=$(run -n 2 "$train" --epochs 1 --no-overlap --json)
+    echo "$out"
+    [[ $(field overlap <<<"$out") == False ]] || fail "--no-overlap not reported"
+    grep -q "one all-reduce after backward" <<<"$out" || fail "--no-overlap not in the header"
+    ;;
+  teacher_trace)
+    out=$(run -n 3 "$train" --task teacher --width 64 --layers 3 --examples 3072 --batch 48 --epochs 3 \
+      --bucket-mb 0.01 --json --trace "$work/trace.json")
+    echo "$out"
+    acc=$(field test_accuracy <<<"$out")
+    /usr/bin/python3 -c "import sys; sys.exit(0 if float('$acc') > 0.3 else 1)" || fail "teacher accuracy $acc at chance"
+    /usr/bin/python3 - "$work/trace.json" <<'PY' || fail "trace"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+pids = sorted({e["pid"] for e in events})
+lanes = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "X"}
+print("trace: pids", pids, "lanes with events", sorted(lanes))
+assert pids == [0, 1, 2], pids
+assert all((p, 0) in lanes and (p, 1) in lanes for p in pids), "compute and communication on every rank"
+PY
+    ;;
+  check_hash)
+    run -n 3 "$train" --epochs 2 --batch 48 --zero --check-hash --json
+    run -n 2 "$train" --epochs 1 --compress bf16 --batchnorm --check-hash --json
+    ;;
+  bad_input)
+    if "$train" --frobnicate 2>"$work/err"; then fail "unknown option accepted"; fi
+    grep -q "unknown option --frobnicate" "$work/err" || fail "unclear message: $(cat "$work/err")"
+    if run -n 3 "$train" --batch 64 2>"$work/err" >/dev/null; then fail "batch 64 on 3 ranks accepted"; fi
+    grep -q "not a multiple of 3 ranks" "$work/err" || fail "unclear message: $(cat "$work/err")"
+    "$train" --help | grep -q -- "--no-overlap" || fail "--help"
+    ;;
+  *) fail "unknown case $case" ;;
+esac
+echo OK

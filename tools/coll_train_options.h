@@ -1,0 +1,30 @@
+// coll-train's command line. Run `coll-train --help` for the list.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace coll::trainer {
+
+struct TrainOptions {
+  std::string task = "digits";  // "digits" or "teacher"
+  std::string data;             // digits CSV; empty: $COLL_DIGITS_CSV, else the build's data/digits.csv
+  int epochs = 0;               // 0: 20 for digits, 3 for teacher
+  size_t batch = 64;            // global batch, split evenly over the ranks
+  size_t steps = 0;             // steps per epoch; 0: one pass over the training set
+  std::vector<size_t> hidden = {64};  // digits: hidden layer widths
+  size_t width = 256, layers = 3;     // teacher: student of `layers` dense layers of `width`
+  size_t examples = 8192;             // teacher: training examples (test: a quarter)
+  std::string optimizer = "adam", compress = "none", trace;
+  float lr = 0;  // 0: 3e-3 for adam, 0.05 for sgd
+  bool zero = false, batch_norm = false, no_overlap = false, json = false, check_hash = false;
+  bool auto_buckets = false;
+  double bucket_mb = 0;       // 0: COLL_BUCKET_MB (default 25) with a 1 MiB first bucket
+  double device_gflops = 0;   // >0: dense layers sleep as an accelerator of this speed would
+  unsigned seed = 1;
+};
+
+// Exits with status 2 and a message naming the option on bad input; --help prints the usage.
+TrainOptions parseTrainOptions(int argc, char** argv);
+
+}  // namespace coll::trainer
