@@ -12,6 +12,10 @@ namespace {
 
 using topology::Topology;
 
+// The tables price float32 buffers (what the benches reduce): the element size tells the model
+// how many chunks of a small buffer are empty.
+constexpr size_t kElemSize = 4;
+
 std::string rankRange(const std::vector<int>& ranks) {
   bool contiguous = ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size());
   if (ranks.size() > 1 && contiguous) return format("%d-%d", ranks.front(), ranks.back());
@@ -57,6 +61,8 @@ std::string topologyTable(const Topology& t) {
   out += "\nlinks:\n";
   out += linkLine("intra_host", t.intra, t.maxRanksPerHost() > 1);
   out += linkLine("inter_host", t.inter, t.numHosts() > 1);
+  out += format("  %-11s       %9.1f us   %s\n", "loaded", t.loaded_step_s * 1e6,
+                t.loaded_step_s > 0 ? "every rank shifting 8 B round the ring at once" : "not measured");
   out += format("  %-11s gamma %8.2f GB/s   %s\n", "reduce", t.gamma_Bps / 1e9, t.gamma_source.c_str());
   return out;
 }
@@ -73,17 +79,17 @@ std::string explainTable(const Topology& t, size_t slice_bytes) {
     for (const auto* a : candidates) out += format(" %14s", a->name);
     out += "\n";
     for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 4) {
-      topology::Choice choice = selector.modelChoice(c, bytes);
+      topology::Choice choice = selector.modelChoice(c, bytes, kElemSize);
       out += format("%10s", formatBytes(bytes).c_str());
       for (const auto* a : candidates) {
-        topology::Prediction p = topology::predictTime(c, a->name, bytes, t, slice_bytes);
+        topology::Prediction p = topology::predictTime(c, a->name, bytes, kElemSize, t, slice_bytes);
         std::string cell = p.supported ? topology::formatSeconds(p.seconds) : "n/a";
         out += format(" %13s%s", cell.c_str(), a == choice.algorithm ? "*" : " ");
       }
       out += "\n";
     }
     for (const auto* a : candidates) {
-      topology::Prediction p = topology::predictTime(c, a->name, 1 << 20, t, slice_bytes);
+      topology::Prediction p = topology::predictTime(c, a->name, 1 << 20, kElemSize, t, slice_bytes);
       if (!p.supported) out += format("  %s n/a: %s\n", a->name, p.why_not);
     }
   }

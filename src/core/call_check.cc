@@ -14,7 +14,7 @@ Status checkCall(const OpFingerprint& mine, uint64_t wire_sequence, algo::BuildP
   p.elem_size = 1;
   p.in_place = true;  // this rank's entry already sits at its place in the table
   p.average = false;
-  algo::Schedule schedule = selector.choose(algo::Collective::allgather, sizeof(OpFingerprint)).algorithm->build(p);
+  algo::Schedule schedule = selector.choose(algo::Collective::allgather, sizeof(OpFingerprint), 1).algorithm->build(p);
   ExecContext ctx;
   ctx.ops.push_back({all.data(), all.data(), (wire_sequence << 8) | kCallCheckWireKind});
   ctx.type = DataType::u8;

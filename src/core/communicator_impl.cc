@@ -369,7 +369,7 @@ const CachedSchedule* CommunicatorImpl::scheduleFor(const OpRequest& op, OpPlan*
   }
   p.count = plan->total_count;
   p.in_place = plan->in_place;
-  const algo::AlgorithmInfo* chosen = selector_->choose(plan->collective, op.bytes()).algorithm;
+  const algo::AlgorithmInfo* chosen = selector_->choose(plan->collective, op.bytes(), p.elem_size).algorithm;
   ScheduleKey key{chosen, op.kind, p.count, p.elem_size, p.root, p.in_place, p.average};
   return &schedules_.get(key, [&] { return chosen->build(p); });
 }

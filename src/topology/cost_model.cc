@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "topology/message_count.h"
+
 namespace coll::topology {
 namespace {
 
@@ -16,6 +18,8 @@ struct Net {
   double g;            // γ (B/s)
   double S;            // bytes
   double slice;        // pipelining unit (B)
+  messages::Shape shape;  // elements, slices, layout: what the message counts need
+  double C;            // what contention adds to a step in which every rank sends (loaded - idle α)
 
   // The software cost of one more message in a step (posting, matching and completing it),
   // as a quarter of the intra-host α (a shared-memory step is nearly all software, and part
@@ -24,17 +28,31 @@ struct Net {
   // message each way) 10-11 us, direct (2 steps of 3) 17-24 us, rhd (4 steps of 1) 16-22 us;
   // at 64 KiB direct 85-91 us, rhd 96-101 us. α/4 orders them so; α/2 would put rhd first at
   // 64 KiB.
-  double perMessage() const { return ai / 4; }
+  double perMessage() const { return (ai + (multi ? 0 : C)) / 4; }
   // A step that sends `local` messages inside the host and `remote` across, where one message
-  // would do: every message after the first costs perMessage() inside a host, and the
-  // inter-host α across. On the simulated 4 x 2 cluster (8 ranks on 2 cores, a probed
-  // loaded α of 28-66 us), direct's 32 B all-reduce (2 steps of 1 + 6 messages) took 662 us
+  // would do: every message after the first costs perMessage() inside a host, and a busy
+  // inter-host step's α across. On the simulated 4 x 2 cluster (8 ranks on 2 cores, a probed
+  // loaded step of 28-66 us), direct's 32 B all-reduce (2 steps of 1 + 6 messages) took 662 us
   // against rd's 185 (3 steps of one): about 40 us for each extra message across hosts.
   double extraMessages(double local, double remote) const {
     if (!multi || remote == 0) return std::max(0.0, local - 1) * perMessage();
-    return local * perMessage() + (remote - 1) * ae;
+    return local * perMessage() + (remote - 1) * (ae + C);
   }
-  double alphaAny() const { return multi ? ae : ai; }             // a step that may cross hosts
+  // The share of the ranks that send in an average step of an algorithm, from its job-wide
+  // message count at this size against the count where every chunk holds data (slicing left
+  // out): below 1 only when the buffer has too few elements to give every rank a chunk.
+  template <class Count>
+  double busy(Count count) const {
+    messages::Shape now = shape, full = shape;
+    now.per_slice = full.per_slice = ~size_t{0} >> 1;
+    full.count = std::max<size_t>(shape.count, 4 * static_cast<size_t>(n));
+    const double m_full = count(full);
+    return m_full > 0 ? std::min(1.0, count(now) / m_full) : 1.0;
+  }
+  // A step's α: the idle α of its link class plus contention in proportion to the ranks that
+  // send in it (busy()). Where there is no contention C is 0 and this is the idle α.
+  double stepIntra(double f) const { return ai + f * C; }
+  double stepAny(double f) const { return (multi ? ae : ai) + f * C; }
   double betaSlowest() const { return multi ? std::min(be, bi) : bi; }
   // Time to move `per_rank` bytes into every rank inside hosts and `per_host_link` bytes over
   // each host's link: the two overlap, the slower one bounds.
@@ -43,7 +61,22 @@ struct Net {
   }
 };
 
-Net netOf(const Topology& t, size_t bytes, size_t slice_bytes) {
+// Where ranks outnumber cores, a step costs more than the idle α: the loaded step (every rank
+// sending one 8-byte message at once) exceeds the idle α of the link class it was measured on
+// (inter-host where there are several hosts) by the time the ranks queue for the cores. Steps
+// in which only some ranks send queue less: stepAny()/stepIntra() charge that excess in
+// proportion to the senders (busy()). Without contention (loaded <= α, or not measured) the
+// excess is 0. Fit on netcluster 4 hosts x 2 ranks at 1gbit (bench/scripts/selector_table.sh,
+// 2026-11-23 00:00, docs/perf/selector_4x2.log), α 6.5 us, loaded 70 us: a float32 8 B
+// all-reduce (2 elements, so most of rhd's and ring's chunks are empty) measured rhd 178 us,
+// rd 215, ring 341; the model gives rhd 6 steps at a third busy 166, rd 3 busy steps 210,
+// ring 14 steps at a quarter busy 313.
+double contentionPerStep(const Topology& t) {
+  const double idle = t.numHosts() > 1 ? t.inter.alpha_s : t.intra.alpha_s;
+  return std::max(0.0, t.loaded_step_s - idle);
+}
+
+Net netOf(const Topology& t, size_t bytes, size_t elem_size, size_t slice_bytes) {
   Net x;
   x.n = t.nranks;
   x.H = t.numHosts();
@@ -56,6 +89,10 @@ Net netOf(const Topology& t, size_t bytes, size_t slice_bytes) {
   x.g = t.gamma_Bps;
   x.S = static_cast<double>(bytes);
   x.slice = static_cast<double>(std::max<size_t>(slice_bytes, 1));
+  elem_size = std::max<size_t>(elem_size, 1);
+  x.shape = {bytes / elem_size, std::max<size_t>(1, slice_bytes / elem_size), t.nranks, t.numHosts(),
+             t.maxRanksPerHost()};
+  x.C = contentionPerStep(t);
   return x;
 }
 
@@ -74,7 +111,8 @@ double log2ceil(double v) { return v <= 1 ? 0 : std::ceil(std::log2(v)); }
 // 2(n-1)/n of the buffer (one ring edge leaves each host); each rank reduces (n-1)/n of it.
 Prediction ringAllreduce(const Net& x) {
   double share = 2 * (x.n - 1) / x.n * x.S;
-  return ok(2 * (x.n - 1) * x.alphaAny() + x.move(share, share) + (x.n - 1) / x.n * x.S / x.g);
+  double step = x.stepAny(x.busy(messages::ringAllreduce));
+  return ok(2 * (x.n - 1) * step + x.move(share, share) + (x.n - 1) / x.n * x.S / x.g);
 }
 
 // Two-shot: every rank sends chunk c to rank c, which reduces and sends it to all: 2 steps
@@ -84,7 +122,8 @@ Prediction ringAllreduce(const Net& x) {
 Prediction directAllreduce(const Net& x) {
   double per_rank = 2 * (x.n - 1) / x.n * x.S;
   double per_link = 2 * x.L * (x.n - x.L) / x.n * x.S / kUnpipelinedLinkEfficiency;
-  return ok(2 * x.alphaAny() + 2 * x.extraMessages(x.L - 1, x.n - x.L) + x.move(per_rank, per_link) +
+  double step = x.stepAny(x.busy(messages::directAllreduce));
+  return ok(2 * step + 2 * x.extraMessages(x.L - 1, x.n - x.L) + x.move(per_rank, per_link) +
             (x.n - 1) / x.n * x.S / x.g);
 }
 
@@ -94,8 +133,15 @@ Prediction directAllreduce(const Net& x) {
 Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
   if (!x.multi) return refuse("one host: nothing to split across hosts");
   if (!t.balanced() || x.L < 2) return refuse("needs every host to hold the same number (>1) of ranks");
+  // Charged as before contention was split out: the intra-host steps at the idle α and every
+  // inter-host step as busy. Under contention the intra-host steps cost about what a crossing
+  // step does (4 x 2, 32 B: 556 us measured for 8 steps), but at 8-32 KiB the model already
+  // overcharges the bandwidth (the shaper's burst carries those few KiB per step), and the two
+  // errors cancel where hierarchical competes (32 KiB: 618 us measured, 818 predicted, against
+  // rhd's 823 and 852). With few elements its inter-host rings carry empty chunks, but its
+  // intra-host phases do not, so it is not charged as less busy (8 B: 283 us measured).
   double intra = 2 * x.ai + 2 * (x.L - 1) / x.L * x.S / x.bi;
-  double inter = 2 * (x.H - 1) * x.ae + 2 * (x.H - 1) / x.H * x.S / x.be;
+  double inter = 2 * (x.H - 1) * x.stepAny(1) + 2 * (x.H - 1) / x.H * x.S / x.be;
   double reduce = ((x.L - 1) / x.L + (x.H - 1) / (x.H * x.L)) * x.S / x.g;
   return ok(intra + inter + reduce);
 }
@@ -104,33 +150,37 @@ Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
 // buffer from two children in one tree, and each half from a parent), and so may a host link.
 Prediction treeAllreduce(const Net& x) {
   double steps = 2 * log2ceil(x.n);
-  return ok(steps * x.alphaAny() + x.move(2 * x.S, 2 * x.S) + x.S / x.g);
+  return ok(steps * x.stepAny(x.busy(messages::treeAllreduce)) + x.move(2 * x.S, 2 * x.S) + x.S / x.g);
 }
 
 // Recursive halving-doubling (Rabenseifner) with nearest partners first, as MPICH orders it:
 // 2 log2(p) steps for p = the largest power of two <= n (non powers of two fold the extra
 // ranks in and out: 2 more steps moving the whole buffer). Only steps at distance >= L cross
-// hosts, when the halves are small: a host link carries 2(H-1)/H of the buffer.
+// hosts, when the halves are small: a host link carries 2(H-1)/H of the buffer. Fewer
+// elements than p leave blocks empty: rank 0 still takes every step, but most ranks send
+// nothing in most of them (busy()).
 Prediction rhdAllreduce(const Net& x) {
   double p = std::exp2(std::floor(std::log2(x.n)));
   double steps = 2 * std::log2(p);
-  double extra = p == x.n ? 0 : 2 * (x.alphaAny() + x.S / x.betaSlowest());
+  double extra = p == x.n ? 0 : 2 * (x.stepAny(1) + x.S / x.betaSlowest());
   double per_rank = 2 * (x.n - 1) / x.n * x.S;
   double per_link = 2 * (x.H - 1) / x.H * x.S / kUnpipelinedLinkEfficiency;
-  return ok(steps * x.alphaAny() + x.move(per_rank, per_link) + (x.n - 1) / x.n * x.S / x.g + extra);
+  return ok(steps * x.stepAny(x.busy(messages::rhdAllreduce)) + x.move(per_rank, per_link) +
+            (x.n - 1) / x.n * x.S / x.g + extra);
 }
 
 // Recursive doubling: log2 p exchanges of the whole buffer (non powers of two fold the extra
 // ranks in and out: 2 more steps). Nearest partners first, so with ranks numbered host by host
 // the first steps stay inside a host and only the last ceil(log2 H) cross, each with all L
-// ranks of a host sending their whole buffer over its link.
+// ranks of a host sending their whole buffer over its link. Every rank sends in every step.
 Prediction rdAllreduce(const Net& x) {
   double p = std::exp2(std::floor(std::log2(x.n)));
   double steps = std::log2(p);
   double crossing = x.multi ? std::min(steps, log2ceil(x.H)) : 0;
-  double extra = p == x.n ? 0 : 2 * (x.alphaAny() + x.S / x.betaSlowest());
+  double extra = p == x.n ? 0 : 2 * (x.stepAny(1) + x.S / x.betaSlowest());
   double per_link = crossing * x.L * x.S / kUnpipelinedLinkEfficiency;
-  return ok(crossing * x.ae + (steps - crossing) * x.ai + x.move(steps * x.S, per_link) + steps * x.S / x.g + extra);
+  return ok(crossing * (x.ae + x.C) + (steps - crossing) * x.stepIntra(1) + x.move(steps * x.S, per_link) +
+            steps * x.S / x.g + extra);
 }
 
 // Root -> root+1 -> ... slice by slice: the first slice takes n-1 hops, each further slice
@@ -139,13 +189,13 @@ Prediction chainBroadcast(const Net& x) {
   double slice = std::min(x.S, x.slice);
   double slices = std::max(1.0, std::ceil(x.S / x.slice));
   double hop = slice / x.betaSlowest();
-  return ok((x.n - 1) * (x.alphaAny() + hop) + (slices - 1) * hop);
+  return ok((x.n - 1) * (x.stepAny(1) + hop) + (slices - 1) * hop);
 }
 
 // The root sends the whole buffer to every rank in one step; its host's link carries it
 // n-L times, while ranks of its host pull it in parallel.
 Prediction directBroadcast(const Net& x) {
-  return ok(x.alphaAny() + x.move(x.S, (x.n - x.L) * x.S));
+  return ok(x.stepAny(1) + x.move(x.S, (x.n - x.L) * x.S));
 }
 
 // Binomial tree, farthest partners first: ceil(log2 n) rounds, each moving the whole buffer;
@@ -153,25 +203,26 @@ Prediction directBroadcast(const Net& x) {
 Prediction binomialBroadcast(const Net& x) {
   double rounds = log2ceil(x.n);
   double inter = x.multi ? std::min(rounds, log2ceil(x.H)) : 0;
-  return ok(inter * (x.ae + x.S / x.be) + (rounds - inter) * (x.ai + x.S / x.bi));
+  return ok(inter * (x.ae + x.C + x.S / x.be) + (rounds - inter) * (x.ai + (x.multi ? 0 : x.C) + x.S / x.bi));
 }
 
 // The collectives with one algorithm today: rough figures so the log still gives a time.
 Prediction ringPhase(const Net& x, bool reduces) {
   double share = (x.n - 1) / x.n * x.S;
-  return ok((x.n - 1) * x.alphaAny() + x.move(share, share) + (reduces ? share / x.g : 0));
+  return ok((x.n - 1) * x.stepAny(1) + x.move(share, share) + (reduces ? share / x.g : 0));
 }
 
 Prediction directExchange(const Net& x) {
-  return ok(x.alphaAny() + x.move((x.n - 1) / x.n * x.S, x.L * (x.n - x.L) / x.n * x.S));
+  return ok(x.stepAny(1) + x.move((x.n - 1) / x.n * x.S, x.L * (x.n - x.L) / x.n * x.S));
 }
 
 bool is(const char* a, const char* b) { return std::strcmp(a, b) == 0; }
 
 }  // namespace
 
-Prediction predictTime(algo::Collective c, const char* a, size_t bytes, const Topology& topo, size_t slice_bytes) {
-  const Net x = netOf(topo, bytes, slice_bytes);
+Prediction predictTime(algo::Collective c, const char* a, size_t bytes, size_t elem_size, const Topology& topo,
+                       size_t slice_bytes) {
+  const Net x = netOf(topo, bytes, elem_size, slice_bytes);
   using algo::Collective;
   if (x.n <= 1) return ok(0);
   switch (c) {

@@ -10,7 +10,10 @@
 //  - inside a host, bandwidth is what one rank receives, over intra β: shared-memory receivers
 //    copy in parallel (a direct broadcast's receivers each pull from the root at once);
 //  - γ: the bytes one rank reduces, over the reduction kernel's bandwidth;
-//  - ranks are numbered host by host (how every launcher here places them).
+//  - ranks are numbered host by host (how every launcher here places them);
+//  - contention: where the probe's loaded step exceeds the idle α (ranks outnumber cores),
+//    all-reduce formulas add the excess share of every non-empty message the job sends (empty
+//    chunks of small buffers send nothing, large chunks go as several slices).
 // Algorithms without a formula, or that refuse the layout (hierarchical on unbalanced hosts),
 // come back unsupported with a reason the selector logs.
 #pragma once
@@ -28,7 +31,9 @@ struct Prediction {
   const char* why_not = "";   // when not: a static sentence
 };
 
-Prediction predictTime(algo::Collective collective, const char* algorithm, size_t bytes, const Topology& topo,
-                       size_t slice_bytes);
+// elem_size: bytes per element, so that formulas can tell how many chunks of a small buffer
+// are empty.
+Prediction predictTime(algo::Collective collective, const char* algorithm, size_t bytes, size_t elem_size,
+                       const Topology& topo, size_t slice_bytes);
 
 }  // namespace coll::topology

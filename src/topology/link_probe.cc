@@ -144,13 +144,6 @@ Status probeLoadedStep(const ProbeContext& ctx, int nranks, double* seconds) {
   return Status::ok();
 }
 
-// A link class's α is what a step costs under load, never less than the idle ping-pong.
-void applyLoadedStep(double loaded, LinkParams* link) {
-  if (loaded <= link->alpha_s) return;
-  link->alpha_s = loaded;
-  link->source += format(", alpha from the loaded ring shift (%.1f us)", loaded * 1e6);
-}
-
 // Each host's first rank measures the kernel; the slowest host's figure is what all use.
 Status agreeGamma(const ProbeContext& ctx, Topology* topo) {
   for (const auto& host : topo->ranks_of_host)
@@ -195,11 +188,10 @@ Status probeLinks(const ProbeContext& ctx, Topology* topo) {
   if (topo->numHosts() > 1)
     COLL_RETURN_IF_ERROR(probeClass(ctx, "inter_host", topo->ranks_of_host[0].back(), topo->ranks_of_host[1].front(),
                                     &topo->inter));
-  // The ring crosses hosts where there are several, so its pace is the inter-host step's.
-  double loaded = 0;
-  COLL_RETURN_IF_ERROR(probeLoadedStep(ctx, topo->nranks, &loaded));
-  applyLoadedStep(loaded, topo->numHosts() > 1 ? &topo->inter : &topo->intra);
-  COLL_INFO("TOPO", "loaded step (every rank shifting 8 B round the ring): %.1f us", loaded * 1e6);
+  // Kept apart from the idle α (the cost model charges the excess per message of the job, not
+  // per step): the ring crosses hosts where there are several, so it is the inter-host class's.
+  COLL_RETURN_IF_ERROR(probeLoadedStep(ctx, topo->nranks, &topo->loaded_step_s));
+  COLL_INFO("TOPO", "loaded step (every rank shifting 8 B round the ring): %.1f us", topo->loaded_step_s * 1e6);
   COLL_RETURN_IF_ERROR(agreeGamma(ctx, topo));
   COLL_INFO("TOPO", "probe took %.1f ms; gamma %.2f GB/s", secondsSince(t0) * 1e3, topo->gamma_Bps / 1e9);
   return Status::ok();

@@ -10,9 +10,9 @@
 // publishes the figures in the store and every rank reads the same ones: the values are
 // agreed. γ is the reduction kernel's speed (f32 sum of 2 MiB, best of 3) on the first rank of
 // each host; all ranks take the minimum. Then every rank shifts 8 B round the ring 16 times
-// (the loaded step): a link class whose idle ping-pong is faster than a step under the whole
-// job's load takes the loaded figure as its α (the inter-host class where there are several
-// hosts). On a 1 Gbit/s link the probe takes about 40 ms, on one host about 1 ms.
+// (the loaded step, Topology::loaded_step_s): kept apart from the idle α, it tells the cost
+// model what each message of a collective costs when ranks outnumber cores. On a 1 Gbit/s link
+// the probe takes about 40 ms, on one host about 1 ms.
 #pragma once
 
 #include <functional>
@@ -39,7 +39,8 @@ struct ProbeContext {
 };
 
 // Collective: every rank of the job calls it. Fills topo->intra / inter / gamma for the
-// classes present (the others keep their defaults) and logs them at INFO (TOPO).
+// classes present (the others keep their defaults) and topo->loaded_step_s, and logs them at
+// INFO (TOPO).
 Status probeLinks(const ProbeContext& ctx, Topology* topo);
 
 // γ of this machine's reduction kernel (bytes of f32 output per second), best of 3 on 2 MiB.

@@ -29,11 +29,12 @@ std::string describeRejected(const std::vector<Rejected>& rejected) {
 
 // Prices every algorithm the catalogue has for the collective; the cheapest wins, the others
 // are kept with their time (or why they cannot run) for the log.
-Choice Selector::modelChoice(algo::Collective collective, size_t bytes) const {
+Choice Selector::modelChoice(algo::Collective collective, size_t bytes, size_t elem_size) const {
   Choice c;
   std::vector<std::pair<const algo::AlgorithmInfo*, Prediction>> priced;
   for (const algo::AlgorithmInfo& a : algo::catalog())
-    if (a.collective == collective) priced.emplace_back(&a, predictTime(collective, a.name, bytes, topology_, slice_bytes_));
+    if (a.collective == collective)
+      priced.emplace_back(&a, predictTime(collective, a.name, bytes, elem_size, topology_, slice_bytes_));
   for (const auto& [a, p] : priced)
     if (p.supported && (!c.algorithm || p.seconds < c.predicted_s)) {
       c.algorithm = a;
@@ -51,9 +52,9 @@ Choice Selector::modelChoice(algo::Collective collective, size_t bytes) const {
   return c;
 }
 
-Choice Selector::decide(algo::Collective collective, size_t bytes) const {
+Choice Selector::decide(algo::Collective collective, size_t bytes, size_t elem_size) const {
   if (const AlgoRule* rule = matchRule(rules_, collective, bytes)) {
-    Choice c = modelChoice(collective, bytes);  // for the predicted times of the others
+    Choice c = modelChoice(collective, bytes, elem_size);  // for the predicted times of the others
     const algo::AlgorithmInfo* forced = algo::findAlgorithm(collective, rule->algorithm);
     std::vector<Rejected> rejected;
     if (c.algorithm != forced) rejected.push_back({c.algorithm->name, c.predicted_s, "the cost model's choice"});
@@ -64,7 +65,7 @@ Choice Selector::decide(algo::Collective collective, size_t bytes) const {
     if (c.algorithm == forced) forced_s = c.predicted_s;
     return {forced, "forced by COLL_ALGO rule '" + rule->text + "'", forced_s, std::move(rejected)};
   }
-  Choice model = modelChoice(collective, bytes);
+  Choice model = modelChoice(collective, bytes, elem_size);
   if (const TunedEntry* tuned = tuning_.lookup(collective, bytes)) {
     if (const algo::AlgorithmInfo* a = algo::findAlgorithm(collective, tuned->algorithm)) {
       Choice c;
@@ -78,11 +79,11 @@ Choice Selector::decide(algo::Collective collective, size_t bytes) const {
   return model;
 }
 
-const Choice& Selector::choose(algo::Collective collective, size_t bytes) {
-  auto key = std::make_pair(collective, bytes);
+const Choice& Selector::choose(algo::Collective collective, size_t bytes, size_t elem_size) {
+  auto key = std::make_tuple(collective, bytes, elem_size);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
-  Choice c = decide(collective, bytes);
+  Choice c = decide(collective, bytes, elem_size);
   logOnce(collective, bytes, c);
   if (cache_.size() >= 4096) cache_.clear();  // bounded: odd sizes must not grow it forever
   return cache_.emplace(key, std::move(c)).first->second;

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -42,15 +43,17 @@ class Selector {
   Selector(std::vector<AlgoRule> rules, const HostGrouping& hosts, size_t slice_bytes = 512 << 10)
       : Selector(std::move(rules), topologyFromGrouping(hosts), slice_bytes) {}
 
+  // elem_size: bytes per element (the model counts the empty chunks of small buffers); 4 where
+  // a caller has no data type (float32, what the benches and tables reduce).
   // The reference stays valid until the next call (the memo is bounded).
-  const Choice& choose(algo::Collective collective, size_t bytes);
+  const Choice& choose(algo::Collective collective, size_t bytes, size_t elem_size = 4);
   // The cost model's choice alone (no rule, no tuning): what --explain and autotune compare.
-  Choice modelChoice(algo::Collective collective, size_t bytes) const;
+  Choice modelChoice(algo::Collective collective, size_t bytes, size_t elem_size = 4) const;
   const Topology& topology() const { return topology_; }
   void setTuning(TuningTable tuning) { tuning_ = std::move(tuning); cache_.clear(); }
 
  private:
-  Choice decide(algo::Collective collective, size_t bytes) const;
+  Choice decide(algo::Collective collective, size_t bytes, size_t elem_size) const;
   void logOnce(algo::Collective collective, size_t bytes, const Choice& c);
 
   std::vector<AlgoRule> rules_;
@@ -58,7 +61,7 @@ class Selector {
   size_t slice_bytes_;
   TuningTable tuning_;
   std::set<std::string> logged_;
-  std::map<std::pair<algo::Collective, size_t>, Choice> cache_;  // sizes recur (buckets, benchmarks)
+  std::map<std::tuple<algo::Collective, size_t, size_t>, Choice> cache_;  // sizes recur (buckets, benchmarks)
 };
 
 // "12.3 us", "4.56 ms": predicted times for logs and tables.

@@ -167,6 +167,7 @@ Json toJson(const Topology& t) {
   Json links = Json::object();
   links.set("intra_host", linkJson(t.intra));
   links.set("inter_host", linkJson(t.inter));
+  links.set("loaded_step_us", t.loaded_step_s * 1e6);
   j.set("links", std::move(links));
   Json reduce = Json::object();
   reduce.set("gamma_GBps", t.gamma_Bps / 1e9);
@@ -215,6 +216,9 @@ Status fromJson(const Json& j, Topology* out) {
   COLL_RETURN_IF_ERROR(checkLayout(t));
   COLL_RETURN_IF_ERROR(linkFromJson(j["links"]["intra_host"], "intra_host", &t.intra));
   COLL_RETURN_IF_ERROR(linkFromJson(j["links"]["inter_host"], "inter_host", &t.inter));
+  // Optional: files written before the loaded step was kept apart lack it (0: no contention).
+  t.loaded_step_s = j["links"]["loaded_step_us"].number(0) / 1e6;
+  if (!(t.loaded_step_s >= 0)) return invalidArgument("topology: links.loaded_step_us must be >= 0");
   t.gamma_Bps = j["reduce"]["gamma_GBps"].number(0) * 1e9;
   if (!(t.gamma_Bps > 0)) return invalidArgument("topology: reduce.gamma_GBps must be > 0");
   t.gamma_source = j["reduce"]["source"].string().empty() ? "file" : j["reduce"]["source"].string();

@@ -32,6 +32,12 @@ struct Topology {
   LinkParams inter;                             // between hosts
   double gamma_Bps = 0;                         // reduction kernel: bytes of output per second
   std::string gamma_source;
+  // The loaded step (link_probe.cc): one round of every rank sending 8 B to its ring
+  // neighbour at once, measured on the inter-host class where there are several hosts, else
+  // the intra-host one. Kept apart from that class's idle α: where it exceeds it, ranks share
+  // cores and the job's message count costs time (cost_model.cc). 0: unknown (a topology file
+  // from before it was kept, COLL_PROBE=0), no contention.
+  double loaded_step_s = 0;
 
   int numHosts() const { return static_cast<int>(ranks_of_host.size()); }
   int maxRanksPerHost() const;

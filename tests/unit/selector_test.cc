@@ -73,24 +73,27 @@ TEST(AlgoOverride, TreeAndRhdCanBeForced) {
 }
 
 // A fake topology of `hosts` x `per_host` ranks, through its JSON form (what COLL_TOPO_FILE
-// loads), with the given link figures.
+// loads), with the given link figures; without a loaded step (0) the file has none, as files
+// written before it was kept did.
 Topology fake(int hosts, int per_host, double intra_alpha_us = 2.5, double intra_GBps = 10.1,
-              double inter_alpha_us = 60, double inter_GBps = 0.1195) {
+              double inter_alpha_us = 60, double inter_GBps = 0.1195, double loaded_step_us = 0) {
   std::string layout;
   for (int h = 0, r = 0; h < hosts; ++h) {
     layout += (h ? ", " : "") + std::string("{\"ranks\": [");
     for (int l = 0; l < per_host; ++l, ++r) layout += (l ? ", " : "") + std::to_string(r);
     layout += "]}";
   }
+  std::string loaded = loaded_step_us > 0 ? format(", \"loaded_step_us\": %g", loaded_step_us) : "";
   std::string text = format(R"({"format": "coll-topology-1", "nranks": %d, "hosts": [%s],
-      "links": {"intra_host": {"alpha_us": %g, "beta_GBps": %g}, "inter_host": {"alpha_us": %g, "beta_GBps": %g}},
+      "links": {"intra_host": {"alpha_us": %g, "beta_GBps": %g}, "inter_host": {"alpha_us": %g, "beta_GBps": %g}%s},
       "reduce": {"gamma_GBps": 15.1}})", hosts * per_host, layout.c_str(), intra_alpha_us, intra_GBps,
-                            inter_alpha_us, inter_GBps);
+                            inter_alpha_us, inter_GBps, loaded.c_str());
   Json j;
   Topology t;
   EXPECT_TRUE(Json::parse(text, &j).isOk()) << text;
   Status st = fromJson(j, &t);
   EXPECT_TRUE(st.isOk()) << st.message();
+  EXPECT_DOUBLE_EQ(t.loaded_step_s, loaded_step_us * 1e-6);
   return t;
 }
 
@@ -168,6 +171,25 @@ TEST(Selector, UnevenHostsFallBackFromHierarchicalWithAReason) {
   Choice c = s.choose(Collective::allreduce, 256 << 20);
   EXPECT_STRNE(c.algorithm->name, "hierarchical");
   EXPECT_NE(describeRejected(c.rejected).find("needs every host"), std::string::npos);
+}
+
+// The simulated 4 hosts x 2 cluster (8 ranks on 2 cores; netcluster at 1gbit,
+// bench/scripts/selector_table.sh, 2026-11-23, docs/perf/selector_4x2.log): idle inter-host α
+// 6.5 us, loaded step 70 us. A float32 8 B all-reduce (2 elements) measured rhd 178 us, rd 215:
+// most of rhd's messages are empty. At 32 B (8 elements) rd 198 beat rhd 413.
+TEST(Selector, ContentionChargesTheJobsNonEmptyMessages) {
+  Selector loaded({}, fake(4, 2, 4.5, 5.13, 6.5, 0.127, 70));
+  EXPECT_STREQ(pick(loaded, Collective::allreduce, 8), "rhd") << "6 hops, 16 messages against rd's 3 and 24";
+  EXPECT_STREQ(pick(loaded, Collective::allreduce, 32), "rd") << "every block non-empty: rhd sends 48";
+  EXPECT_STREQ(loaded.choose(Collective::allreduce, 8, 1).algorithm->name, "rd") << "8 B of u8 is 8 elements";
+  EXPECT_STREQ(pick(loaded, Collective::allreduce, 256 << 20), "hierarchical");
+  for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 4)
+    expectCheapestAndExplained(loaded, Collective::allreduce, bytes);
+  // A loaded step no slower than the idle α: no contention, the model as without one.
+  Selector idle({}, fake(4, 2, 4.5, 5.13, 6.5, 0.127, 6.5));
+  EXPECT_STREQ(pick(idle, Collective::allreduce, 8), "rd");
+  Selector two({}, fake(2, 2, 2.5, 10, 6.5, 0.125, 100));
+  EXPECT_STREQ(pick(two, Collective::allreduce, 256 << 20), "hierarchical");
 }
 
 TEST(Selector, RulesOverrideTheModelAndSayWhy) {

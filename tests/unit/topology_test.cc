@@ -33,6 +33,7 @@ Topology twoByTwo() {
   t.inter = {61.5e-6, 0.1195e9, "default (iperf3)"};
   t.gamma_Bps = 15.1e9;
   t.gamma_source = "probe";
+  t.loaded_step_s = 70e-6;
   return t;
 }
 
@@ -66,6 +67,7 @@ TEST(TopologyJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(toJson(back).dump(), toJson(t).dump());
   EXPECT_EQ(back.ranks_of_host, t.ranks_of_host);
   EXPECT_DOUBLE_EQ(back.inter.alpha_s, t.inter.alpha_s);
+  EXPECT_DOUBLE_EQ(back.loaded_step_s, t.loaded_step_s);
   EXPECT_DOUBLE_EQ(back.intra.beta_Bps, t.intra.beta_Bps);
   EXPECT_EQ(back.hardware[1].hostname, t.hardware[1].hostname);
   EXPECT_TRUE(back.hardware[0].nics[0].rdma);
@@ -79,6 +81,13 @@ TEST(TopologyJson, FileRoundTripAndBadFilesNameTheField) {
   Topology back;
   ASSERT_TRUE(loadTopologyFile(path, &back).isOk());
   EXPECT_EQ(back.numHosts(), 2);
+  // Files from before the loaded step was kept apart from α lack it: 0, no contention.
+  std::ofstream(path) << R"({"format": "coll-topology-1", "nranks": 2, "hosts": [{"ranks": [0, 1]}],
+                             "links": {"intra_host": {"alpha_us": 1, "beta_GBps": 1},
+                                       "inter_host": {"alpha_us": 60, "beta_GBps": 0.1}},
+                             "reduce": {"gamma_GBps": 15}})";
+  ASSERT_TRUE(loadTopologyFile(path, &back).isOk());
+  EXPECT_EQ(back.loaded_step_s, 0);
   std::ofstream(path) << R"({"format": "coll-topology-1", "nranks": 3, "hosts": [{"ranks": [0, 1]}],
                              "links": {"intra_host": {"alpha_us": 1, "beta_GBps": 1}}})";
   Status st = loadTopologyFile(path, &back);
