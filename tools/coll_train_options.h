@@ -16,7 +16,7 @@ struct TrainOptions {
   size_t width = 256, layers = 3;     // teacher: student of `layers` dense layers of `width`
   size_t examples = 8192;             // teacher: training examples (test: a quarter)
   std::string optimizer = "adam", compress = "none", trace;
-  float lr = 0;  // 0: 3e-3 for adam, 0.05 for sgd
+  float lr = 0;  // 0: 3e-3 for adam, 0.05 for sgd (digits); 3e-4 and 0.01 (teacher)
   bool zero = false, batch_norm = false, no_overlap = false, json = false, check_hash = false;
   bool auto_buckets = false;
   double bucket_mb = 0;       // 0: COLL_BUCKET_MB (default 25) with a 1 MiB first bucket

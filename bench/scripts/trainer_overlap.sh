@@ -5,10 +5,14 @@
 # namespaces). Brings its own cluster (prefix ntr, subnet 10.77.0) up and always down.
 #
 # usage: bench/scripts/trainer_overlap.sh [--build DIR] [--hosts 4] [--rate 1gbit] [--mtu 1500] [--trace PREFIX]
-#                                         [-- trainer_overlap options, e.g. --batch 32 --modes single,auto]
+#                                         [--program trainer_overlap|coll-train]
+#                                         [-- the program's options, e.g. --batch 32 --modes single,auto]
+# --program coll-train runs coll-train instead (one configuration per run, e.g. -- --task teacher
+# --width 768 --layers 12 --batch 64 --device-gflops 1.25 --auto-buckets, then again with
+# --no-overlap); --trace then names coll-train's trace file.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-build=$here/build hosts=4 rate=1gbit mtu=1500 trace= extra=()
+build=$here/build hosts=4 rate=1gbit mtu=1500 trace= extra=() program=trainer_overlap
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -16,6 +20,7 @@ while [[ $# -gt 0 ]]; do
     --rate) rate=$2; shift 2 ;;
     --mtu) mtu=$2; shift 2 ;;
     --trace) trace=$(realpath -m "$2"); shift 2 ;;
+    --program) program=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -33,11 +38,11 @@ args=("${extra[@]}")
 pids=()
 for k in $(seq 0 $((hosts - 1))); do
   timeout 900 "$NC" exec $prefix$k -- env RANK=$k WORLD_SIZE=$hosts LOCAL_RANK=0 MASTER_ADDR=$subnet.1 \
-    MASTER_PORT=$port COLL_JOB_SECRET=ntr-$port "$build/bin/trainer_overlap" "${args[@]}" >"$work/out.$k" 2>&1 &
+    MASTER_PORT=$port COLL_JOB_SECRET=ntr-$port "$build/bin/$program" "${args[@]}" >"$work/out.$k" 2>&1 &
   pids+=($!)
 done
 rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=$?; done
-if [[ $rc != 0 ]]; then echo "trainer_overlap failed ($rc)" >&2; cat "$work"/out.* >&2; exit 1; fi
+if [[ $rc != 0 ]]; then echo "$program failed ($rc)" >&2; cat "$work"/out.* >&2; exit 1; fi
 echo "# netcluster $hosts hosts x 1 rank at $rate, MTU $mtu"
 cat "$work/out.0"
