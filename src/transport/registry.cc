@@ -141,7 +141,8 @@ Status createTransports(const Config& config, const PeerDirectory& directory, co
   NetworkChoice choice{"socket", "COLL_TRANSPORT=" + forced};
   if (forced.empty() && hosts.num_hosts > 1)
     COLL_RETURN_IF_ERROR(createNetwork(config, directory, hosts, &network, &choice));
-  COLL_RETURN_IF_ERROR(socket::createTransport(config, directory, &socket));
+  // Where verbs or UCX carries the remote peers, shm serves every local one: no socket needed.
+  if (!network) COLL_RETURN_IF_ERROR(socket::createTransport(config, directory, &socket));
   // Collective: every rank takes part, with or without local peers (COLL_TRANSPORT must then
   // be the same on every rank).
   if (forced != "socket") COLL_RETURN_IF_ERROR(shm::createTransport(config, directory, hosts.local_peers, &shm));
