@@ -421,6 +421,7 @@ Status CommunicatorImpl::run(const CachedSchedule& cached, const OpRequest& op, 
   ctx.type = op.type;
   ctx.op = op.op;
   prepareContext(ctx);
+  ctx.stream_receives = op.bytes() >= config_.stream_bytes;
   return coll::execute(cached.schedule, cached.plan, ctx, &exec_state_);
 }
 

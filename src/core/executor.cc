@@ -56,6 +56,7 @@ class Executor {
     for (uint32_t l : plan_.connect_order) {
       transport::Transport* via = nullptr;
       COLL_RETURN_IF_ERROR(ctx_.connect(plan_.lanes[l].peer, &st_.lane_conn[l], &via));
+      st_.lane_conn[l]->setStreamingReceives(ctx_.stream_receives);
       if (std::find(st_.active.begin(), st_.active.end(), via) == st_.active.end()) st_.active.push_back(via);
     }
     if (ctx_.scratch->size() < s_.scratch_bytes) ctx_.scratch->resize(s_.scratch_bytes);

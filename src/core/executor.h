@@ -31,6 +31,9 @@ struct ExecContext {
   // Returns the connection to a peer (establishing it if needed) and the transport to drive.
   std::function<Status(int peer, transport::Connection**, transport::Transport**)> connect;
   std::vector<char>* scratch = nullptr;  // grown to schedule.scratch_bytes and reused
+  // The op's buffers are far larger than the caches (Config::stream_bytes): passed to every
+  // connection as Connection::setStreamingReceives.
+  bool stream_receives = false;
 };
 
 // What the executor derives from a Schedule before it can run it: dependency counts, who

@@ -54,6 +54,15 @@ class Connection {
                               uint64_t /*cookie*/, DataType /*type*/, ReduceOp /*op*/) {
     return false;
   }
+
+  // A hint for the receives posted from now on: they land in an op's buffers that are far
+  // larger than the caches, and nothing reads them again soon. A transport that copies into
+  // them may then write around the caches (non-temporal stores), which saves the read of
+  // every line it overwrites. Nothing depends on it for correctness.
+  void setStreamingReceives(bool on) { streaming_receives_ = on; }
+
+ protected:
+  bool streaming_receives_ = false;
 };
 
 // What a transport needs from the bootstrap to find its peers.

@@ -173,6 +173,63 @@ TEST_P(ConnectionConformance, RecvReduceCombinesAsItArrives) {
   }));
 }
 
+// Connection::setStreamingReceives is a hint: plain and combining receives land the same bytes
+// with it (unaligned destinations, odd lengths, the guard bytes after them untouched).
+TEST_P(ConnectionConformance, StreamingReceivesLandTheSameBytes) {
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    const size_t sizes[] = {1, 61, 4099, (1 << 17) + 13, (3 << 20) + 7};
+    const size_t shifts[] = {0, 1, 9};
+    uint64_t tag = 900;
+    for (size_t bytes : sizes) {
+      for (size_t shift : shifts) {
+        ++tag;
+        if (ep.self.rank == 0) {
+          std::vector<uint8_t> msg(bytes);
+          fillPattern(msg.data(), bytes, tag);
+          ep.conns[1]->postSend(msg.data(), bytes, tag, 1);
+          expectOk(ep.wait(1), "send");
+          continue;
+        }
+        ep.conns[0]->setStreamingReceives(true);
+        std::vector<uint8_t> in = recvBuffer(bytes + shift);
+        std::fill_n(in.begin(), shift, uint8_t{0x5a});
+        ep.conns[0]->postRecv(in.data() + shift, bytes, tag, 2);
+        expectOk(ep.wait(1), "streaming receive");
+        ep.conns[0]->setStreamingReceives(false);
+        RANK_CHECK(std::count(in.begin(), in.begin() + shift, uint8_t{0x5a}) == static_cast<long>(shift),
+                   "%zu bytes at +%zu: the bytes before the buffer changed", bytes, shift);
+        std::string what = strprintf("%zu bytes at +%zu", bytes, shift);
+        checkPattern(in.data() + shift, bytes, tag, what.c_str());
+      }
+    }
+    for (size_t count : {size_t{1}, size_t{1027}, (size_t{1} << 18) + 3}) {  // combining, out of place
+      ++tag;
+      if (ep.self.rank == 0) {
+        std::vector<double> msg(count);
+        for (size_t i = 0; i < count; ++i) msg[i] = static_cast<double>(i % 1000) + 0.5;
+        ep.conns[1]->postSend(msg.data(), count * sizeof(double), tag, 1);
+        expectOk(ep.wait(1), "send");
+        continue;
+      }
+      std::vector<double> operand(count), out(count + 1, -1.0);
+      for (size_t i = 0; i < count; ++i) operand[i] = static_cast<double>(3 * (i % 7));
+      ep.conns[0]->setStreamingReceives(true);
+      bool fused = ep.conns[0]->postRecvReduce(out.data(), operand.data(), count * sizeof(double), tag, 2,
+                                               DataType::f64, ReduceOp::max);
+      std::vector<double> plain(count);
+      if (!fused) ep.conns[0]->postRecv(plain.data(), count * sizeof(double), tag, 2);
+      expectOk(ep.wait(1), "streaming recvReduce");
+      ep.conns[0]->setStreamingReceives(false);
+      for (size_t i = 0; i < count; ++i) {
+        double want = std::max(3.0 * (i % 7), static_cast<double>(i % 1000) + 0.5);
+        double got = fused ? out[i] : std::max(operand[i], plain[i]);
+        RANK_CHECK(got == want, "count %zu element %zu: %g, expected %g", count, i, got, want);
+      }
+      RANK_CHECK(out[count] == -1.0, "count %zu: the element after the output changed", count);
+    }
+  }));
+}
+
 TEST_P(ConnectionConformance, TagMismatch) {
   expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
     std::vector<uint8_t> buf = recvBuffer(64);

@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "reduce/reduce.h"
+#include "reduce/stream_copy.h"
 #include "transport/shm/cma.h"
 #include "transport/shm/doorbell.h"
 
@@ -19,6 +20,9 @@ constexpr size_t kCmaChunk = 4 << 20;
 // A reducing receive reads CMA messages through a buffer this big: it stays in L2 between the
 // kernel's copy and the reduction.
 constexpr size_t kCmaBounceBytes = 256 << 10;
+// A streaming receive that combines does so through a buffer this big, in L1, and streams it
+// out from there.
+constexpr size_t kCombineBytes = 8 << 10;
 
 constexpr auto kAcquire = std::memory_order_acquire;
 constexpr auto kRelease = std::memory_order_release;
@@ -64,6 +68,7 @@ bool ShmConnection::postRecvReduce(void* data, const void* operand, size_t bytes
   r.operand = static_cast<const uint8_t*>(operand);
   r.type = type;
   r.op = op;
+  r.stream = streaming_receives_;
   recvs_.push_back(r);
   if (recvs_.size() == 1) pullRecvs();
   return true;
@@ -71,7 +76,9 @@ bool ShmConnection::postRecvReduce(void* data, const void* operand, size_t bytes
 
 void ShmConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
   if (!failure_.isOk()) return complete(cookie, failure_);
-  recvs_.push_back(RecvRequest{static_cast<uint8_t*>(data), bytes, tag, cookie});
+  RecvRequest r{static_cast<uint8_t*>(data), bytes, tag, cookie};
+  r.stream = streaming_receives_;
+  recvs_.push_back(r);
   if (recvs_.size() == 1) pullRecvs();
 }
 
@@ -189,12 +196,26 @@ bool ShmConnection::readSlot(const SlotHeader& h, RecvRequest& r) {
 }
 
 void ShmConnection::land(RecvRequest& r, const uint8_t* bytes, size_t n) {
+  if (r.stream && r.operand != r.data) return landStreaming(r, bytes, n);
   if (!r.operand) {
     std::memcpy(r.data + r.offset, bytes, n);
   } else if (r.operand == r.data) {
     reduce::reduceInto(r.data + r.offset, bytes, n / sizeOf(r.type), r.type, r.op);
   } else {
     reduce::reduce(r.data + r.offset, r.operand + r.offset, bytes, n / sizeOf(r.type), r.type, r.op);
+  }
+}
+
+// An in-place reduction reads every line it writes, so only copies and out-of-place
+// reductions gain from streaming stores; the latter combine in L1 first.
+void ShmConnection::landStreaming(RecvRequest& r, const uint8_t* bytes, size_t n) {
+  if (!r.operand) return reduce::copyStreaming(r.data + r.offset, bytes, n);
+  if (combined_.empty()) combined_.resize(kCombineBytes);
+  const size_t elem = sizeOf(r.type);
+  for (size_t done = 0; done < n; done += combined_.size()) {
+    size_t m = std::min(combined_.size(), n - done);
+    reduce::reduce(combined_.data(), r.operand + r.offset + done, bytes + done, m / elem, r.type, r.op);
+    reduce::copyStreaming(r.data + r.offset + done, combined_.data(), m);
   }
 }
 

@@ -76,6 +76,7 @@ class ShmConnection : public Connection {
     const uint8_t* operand = nullptr;  // set: data = operand op message (postRecvReduce)
     DataType type = DataType::u8;
     ReduceOp op = ReduceOp::sum;
+    bool stream = false;  // write data around the caches (Connection::setStreamingReceives)
   };
 
   bool pushSends();
@@ -86,6 +87,7 @@ class ShmConnection : public Connection {
   bool readCma(const SlotHeader& h, RecvRequest& r);
   Status readCmaReducing(const SlotHeader& h, RecvRequest& r, size_t* copied);
   void land(RecvRequest& r, const uint8_t* bytes, size_t n);  // copy or combine at r.offset
+  void landStreaming(RecvRequest& r, const uint8_t* bytes, size_t n);
   void releaseSlot();
   Status checkSlot(const SlotHeader& h, const RecvRequest& r) const;
   void complete(uint64_t cookie, Status status);
@@ -101,6 +103,7 @@ class ShmConnection : public Connection {
   std::deque<SendRequest> cma_waiting_;  // descriptors out, the peer has not read them yet
   std::deque<RecvRequest> recvs_;        // front is being filled
   std::vector<uint8_t> bounce_;          // CMA reads of reducing receives
+  std::vector<uint8_t> combined_;        // streaming reducing receives combine here first
   uint64_t head_ = 0;       // outbound: slots we published
   uint64_t tail_seen_ = 0;  // outbound: the peer's tail, last read
   uint64_t cma_sent_ = 0;   // outbound: descriptors sent

@@ -1,0 +1,40 @@
+#include "reduce/stream_copy.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#define COLL_HAVE_STREAM_STORES 1
+#endif
+
+namespace coll::reduce {
+
+#ifdef COLL_HAVE_STREAM_STORES
+void copyStreaming(void* dst, const void* src, size_t bytes) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  // Stream stores need 16-byte aligned destinations: the unaligned head is copied plainly.
+  size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(d) % 16) % 16);
+  std::memcpy(d, s, head);
+  d += head, s += head, bytes -= head;
+  size_t body = bytes - bytes % 64;
+  for (size_t i = 0; i < body; i += 64) {
+    __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+    __m128i v2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+    __m128i v3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), v0);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), v1);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), v2);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), v3);
+  }
+  std::memcpy(d + body, s + body, bytes - body);
+  _mm_sfence();  // stream stores are weakly ordered: make them visible before any flag we set
+}
+#else
+void copyStreaming(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+#endif
+
+}  // namespace coll::reduce
