@@ -42,12 +42,12 @@ struct Config {
   // slots; one isolated 128 KiB message takes 15 µs against 11 (the slots' two copies then
   // run on two idle cores). At 64 KiB the latency cost (12 vs 7 µs) is not worth it.
   size_t shm_cma_threshold = 128 << 10;        // COLL_SHM_CMA_THRESHOLD
-  // With COLL_SHM_CMA_THRESHOLD unset, CMA is used only where a host's ranks outnumber its
-  // cores. Measured on this 2-core VM (bench/scripts/local_compare.sh, 64-256 MiB): 2 ranks
-  // through the slots alone broadcast at 8.1-8.7 GB/s against 5.6 with CMA, and all-reduce at
-  // 3.7-4.1 against 3.5 (sender and receiver each copy, on their own cores, in a pipeline);
-  // 4 ranks on 2 cores do better with CMA (3.2-3.4 against 2.6-2.8 GB/s broadcast), whose
-  // single copy spends one core where the slots spend two.
+  // With COLL_SHM_CMA_THRESHOLD unset, CMA is not used: since the slots grew to 128 KiB and
+  // receives into large buffers stream, the slots' two pipelined copies beat the kernel's one
+  // even where ranks outnumber cores. Measured on this 2-core VM, 64 MiB, three interleaved
+  // rounds: 4 ranks all-reduce busbw 2.16-2.35 GB/s through the slots against 1.58-1.88 by
+  // CMA, broadcast 2.4-3.6 against 2.6-2.9 (256 MiB: 2.9-3.0 against 2.4-3.0); 2 ranks
+  // broadcast 9.9-10.0 against 4.1-4.4 (process_vm_readv pins and copies page by page).
   bool shm_cma_auto = true;
   int shm_spin_us = 2;                         // COLL_SHM_SPIN: µs to poll before yielding, then sleeping
   // COLL_INLINE=0: every op runs on the progress thread, even one a thread is waiting on

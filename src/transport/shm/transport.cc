@@ -366,19 +366,13 @@ std::string segmentNameFor(const PeerDirectory& directory, int rank) {
 
 namespace {
 
-// See Config::shm_cma_auto: single copies pay off where cores are scarcer than ranks.
+// See Config::shm_cma_auto: the slots, unless the user asked for CMA.
 Config withCmaPolicy(const Config& config, size_t local_ranks) {
   Config c = config;
   if (!c.shm_cma_auto || local_ranks < 2) return c;
-  cpu_set_t cpus;
-  long cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : sysconf(_SC_NPROCESSORS_ONLN);
-  // A rank pinned to one CPU (collrun --bind-to core, mpirun's binding) says nothing about how
-  // many its host's ranks share: each may have its own. Count the machine's then.
-  if (cores == 1) cores = sysconf(_SC_NPROCESSORS_ONLN);
-  bool oversubscribed = static_cast<long>(local_ranks) > cores;
-  if (!oversubscribed) c.shm_cma_threshold = 0;
-  COLL_INFO("SHM", "%zu ranks on this host, %ld cores: large messages go %s (COLL_SHM_CMA_THRESHOLD overrides)",
-            local_ranks, cores, oversubscribed ? "by single-copy CMA" : "through the slots, copied by both sides");
+  c.shm_cma_threshold = 0;
+  COLL_INFO("SHM", "%zu ranks on this host: large messages go through the slots, copied by both sides "
+            "(COLL_SHM_CMA_THRESHOLD=128K reads them once with process_vm_readv instead)", local_ranks);
   return c;
 }
 
