@@ -388,8 +388,8 @@ void pipeline(Communicator& comm, Rank& self) {
 // ranks both directions of one pair are in use at once; d = 2 reaches ranks that are not ring
 // neighbours, whose connections are made on demand. Messages are small: ops run one at a time
 // in issue order, so every rank's send must complete before its receive is even posted, which
-// works only while the transport completes a send without the peer (shm: under 128 KiB, larger
-// slices go by CMA; sockets: about 16 MiB). Larger: see SendRecvRingOfLargeMessagesInAGroup.
+// works only while the transport completes a send without the peer (shm: what fits its ring of
+// slots, 1 MiB; sockets: about 16 MiB). Larger: see SendRecvRingOfLargeMessagesInAGroup.
 void ring(Communicator& comm, Rank& self, int d) {
   const int n = comm.size(), rank = comm.rank();
   const int right = (rank + d) % n, left = (rank + n - d % n) % n;
