@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
+#include "topology/link_load.h"
 #include "topology/message_count.h"
 
 namespace coll::topology {
@@ -13,13 +15,15 @@ namespace {
 struct Net {
   double n, H, L;      // ranks, hosts, ranks on the fullest host
   bool multi;          // more than one host
+  bool link_bound;     // several hosts, and their link slower than memory (total())
   double ai, bi;       // intra-host α (s), β (B/s)
   double ae, be;       // inter-host α, β
   double g;            // γ (B/s)
   double S;            // bytes
   double slice;        // pipelining unit (B)
   messages::Shape shape;  // elements, slices, layout: what the message counts need
-  double C;            // what contention adds to a step in which every rank sends (loaded - idle α)
+  double C;            // what contention adds to a step in which every rank sends (busy - idle α)
+  std::vector<int> host_of;  // host of each rank, for the patterns' link loads (link_load.h)
 
   // The software cost of one more message in a step (posting, matching and completing it),
   // as a quarter of the intra-host α (a shared-memory step is nearly all software, and part
@@ -50,14 +54,28 @@ struct Net {
     return m_full > 0 ? std::min(1.0, count(now) / m_full) : 1.0;
   }
   // A step's α: the idle α of its link class plus contention in proportion to the ranks that
-  // send in it (busy()). Where there is no contention C is 0 and this is the idle α.
-  double stepIntra(double f) const { return ai + f * C; }
+  // send in it (busy()). Where there is no contention C is 0 and this is the idle α. In a job
+  // spanning hosts a step inside a host costs what a crossing one does (idleInterAlpha()).
+  double stepIntra(double f) const { return multi ? stepAny(f) : ai + f * C; }
   double stepAny(double f) const { return (multi ? ae : ai) + f * C; }
   double betaSlowest() const { return multi ? std::min(be, bi) : bi; }
   // Time to move `per_rank` bytes into every rank inside hosts and `per_host_link` bytes over
   // each host's link: the two overlap, the slower one bounds.
   double move(double per_rank, double per_host_link) const {
     return std::max(per_rank / bi, multi ? per_host_link / be : 0.0);
+  }
+  // An all-reduce's time from its latency (the steps' α), the seconds its bytes take in memory
+  // (inside a host), on the busiest host link, and reducing (cpu). Where the link is the
+  // bottleneck, the link time overlaps everything else and the larger bounds: a token-bucket
+  // shaped link (netcluster's tbf, 128 KB of burst; the rate limiters of cloud NICs) forwards
+  // an op's bytes as a burst and refills during the op's latency, so back-to-back small ops
+  // are latency-bound and large ones bandwidth-bound, and the sum counts one of them twice. On
+  // netcluster 2 x 2 at 1gbit (docs/perf/selector_2x2.log) rd at 8 KiB (16 KiB over each host
+  // link, 130 us at the link's rate) took 129 us, at 2 KiB 78 us: max(2 steps, link), not the
+  // sum (208 us). Elsewhere (one host; a network as fast as memory) the terms add as before.
+  double total(double latency, double mem, double link, double cpu) const {
+    if (link_bound) return std::max(latency + mem + cpu, link);
+    return latency + std::max(mem, link) + cpu;
   }
 };
 
@@ -70,10 +88,31 @@ struct Net {
 // 2026-11-23 00:00, docs/perf/selector_4x2.log), α 6.5 us, loaded 70 us: a float32 8 B
 // all-reduce (2 elements, so most of rhd's and ring's chunks are empty) measured rhd 178 us,
 // rd 215, ring 341; the model gives rhd 6 steps at a third busy 166, rd 3 busy steps 210,
-// ring 14 steps at a quarter busy 313.
-double contentionPerStep(const Topology& t) {
-  const double idle = t.numHosts() > 1 ? t.inter.alpha_s : t.intra.alpha_s;
-  return std::max(0.0, t.loaded_step_s - idle);
+// ring 14 steps at a quarter busy 313. One host here; across hosts, idleInterAlpha().
+double contentionPerStep(const Topology& t) { return std::max(0.0, t.loaded_step_s - t.intra.alpha_s); }
+
+// Across hosts the loaded step is what a busy step costs, intra-host ones included, and the
+// idle inter-host α only floors the steps in which few ranks send (busy()); where the idle α
+// came out above the loaded step, it is lowered to it. Why: the idle ping-pong is bimodal from
+// start-up to start-up on the same simulated links (6-7 us or 30-35 us, sometimes 113-155 us;
+// likely an idle peer's wake-up, which a busy job does not wait for), while the loaded step
+// (19-29 us on 2 x 2) stayed nearer what steps cost: on 2 x 2 rd's 2 steps took 67-80 us at
+// 8 B-2 KiB and hierarchical's 4 (2 inside hosts) 128-164 us, so the intra-host ones cost
+// about as much as the crossing ones, not the intra-host α (1-1.5 us); on 4 x 2 a step took
+// 50-75 us (loaded 58-85 us, once 31). docs/perf/selector_{2x2,4x2}.log.
+// Returns the idle crossing α; *busy gets what contention adds to it.
+double idleInterAlpha(const Topology& t, double* busy) {
+  const double step = t.loaded_step_s > 0 ? t.loaded_step_s : t.inter.alpha_s;
+  const double idle = std::min(t.inter.alpha_s, step);
+  *busy = step - idle;
+  return idle;
+}
+
+std::vector<int> hostOfEachRank(const Topology& t) {
+  std::vector<int> host_of(static_cast<size_t>(t.nranks), 0);
+  for (size_t h = 0; h < t.ranks_of_host.size(); ++h)
+    for (int r : t.ranks_of_host[h]) host_of[static_cast<size_t>(r)] = static_cast<int>(h);
+  return host_of;
 }
 
 Net netOf(const Topology& t, size_t bytes, size_t elem_size, size_t slice_bytes) {
@@ -82,6 +121,7 @@ Net netOf(const Topology& t, size_t bytes, size_t elem_size, size_t slice_bytes)
   x.H = t.numHosts();
   x.L = t.maxRanksPerHost();
   x.multi = t.numHosts() > 1;
+  x.link_bound = x.multi && t.inter.beta_Bps < t.intra.beta_Bps;
   x.ai = t.intra.alpha_s;
   x.bi = t.intra.beta_Bps;
   x.ae = t.inter.alpha_s;
@@ -92,7 +132,9 @@ Net netOf(const Topology& t, size_t bytes, size_t elem_size, size_t slice_bytes)
   elem_size = std::max<size_t>(elem_size, 1);
   x.shape = {bytes / elem_size, std::max<size_t>(1, slice_bytes / elem_size), t.nranks, t.numHosts(),
              t.maxRanksPerHost()};
-  x.C = contentionPerStep(t);
+  if (x.multi) x.ae = idleInterAlpha(t, &x.C);
+  else x.C = contentionPerStep(t);
+  x.host_of = hostOfEachRank(t);
   return x;
 }
 
@@ -112,7 +154,7 @@ double log2ceil(double v) { return v <= 1 ? 0 : std::ceil(std::log2(v)); }
 Prediction ringAllreduce(const Net& x) {
   double share = 2 * (x.n - 1) / x.n * x.S;
   double step = x.stepAny(x.busy(messages::ringAllreduce));
-  return ok(2 * (x.n - 1) * step + x.move(share, share) + (x.n - 1) / x.n * x.S / x.g);
+  return ok(x.total(2 * (x.n - 1) * step, share / x.bi, x.multi ? share / x.be : 0, (x.n - 1) / x.n * x.S / x.g));
 }
 
 // Two-shot: every rank sends chunk c to rank c, which reduces and sends it to all: 2 steps
@@ -123,50 +165,51 @@ Prediction directAllreduce(const Net& x) {
   double per_rank = 2 * (x.n - 1) / x.n * x.S;
   double per_link = 2 * x.L * (x.n - x.L) / x.n * x.S / kUnpipelinedLinkEfficiency;
   double step = x.stepAny(x.busy(messages::directAllreduce));
-  return ok(2 * step + 2 * x.extraMessages(x.L - 1, x.n - x.L) + x.move(per_rank, per_link) +
-            (x.n - 1) / x.n * x.S / x.g);
+  return ok(x.total(2 * step + 2 * x.extraMessages(x.L - 1, x.n - x.L), per_rank / x.bi,
+                    x.multi ? per_link / x.be : 0, (x.n - 1) / x.n * x.S / x.g));
 }
 
 // Intra-host direct reduce-scatter (1 step), a ring over the H hosts per local rank
 // (2(H-1) steps, each host link carrying 2(H-1)/H of the whole buffer: L rings of 1/L each),
-// intra-host all-gather (1 step). The phases run one after another.
+// intra-host all-gather (1 step). The phases run one after another, so where the link is not
+// the bottleneck their times add; where it is, the link's overlaps the rest (Net::total()).
+// With few elements its inter-host rings carry empty chunks, but its intra-host phases do
+// not, so every step is charged as busy (4 x 2 at 8 B: 312 us measured for 8 steps).
 Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
   if (!x.multi) return refuse("one host: nothing to split across hosts");
   if (!t.balanced() || x.L < 2) return refuse("needs every host to hold the same number (>1) of ranks");
-  // Charged as before contention was split out: the intra-host steps at the idle α and every
-  // inter-host step as busy. Under contention the intra-host steps cost about what a crossing
-  // step does (4 x 2, 32 B: 556 us measured for 8 steps), but at 8-32 KiB the model already
-  // overcharges the bandwidth (the shaper's burst carries those few KiB per step), and the two
-  // errors cancel where hierarchical competes (32 KiB: 618 us measured, 818 predicted, against
-  // rhd's 823 and 852). With few elements its inter-host rings carry empty chunks, but its
-  // intra-host phases do not, so it is not charged as less busy (8 B: 283 us measured).
-  double intra = 2 * x.ai + 2 * (x.L - 1) / x.L * x.S / x.bi;
-  double inter = 2 * (x.H - 1) * x.stepAny(1) + 2 * (x.H - 1) / x.H * x.S / x.be;
+  double latency = 2 * x.stepIntra(1) + 2 * (x.H - 1) * x.stepAny(1);
+  double intra = 2 * (x.L - 1) / x.L * x.S / x.bi;
+  double inter = 2 * (x.H - 1) / x.H * x.S / x.be;
   double reduce = ((x.L - 1) / x.L + (x.H - 1) / (x.H * x.L)) * x.S / x.g;
-  return ok(intra + inter + reduce);
+  if (!x.link_bound) return ok(latency + intra + inter + reduce);
+  return ok(x.total(latency, intra, inter, reduce));
 }
 
 // Double binary tree, pipelined: 2 ceil(log2 n) steps; each rank receives about 2S (half the
-// buffer from two children in one tree, and each half from a parent), and so may a host link.
+// buffer from two children in one tree, and each half from a parent). A host link carries
+// what the tree edges leaving its host carry (links::treeAllreduce: 3 buffers on 4 x 2).
 Prediction treeAllreduce(const Net& x) {
   double steps = 2 * log2ceil(x.n);
-  return ok(steps * x.stepAny(x.busy(messages::treeAllreduce)) + x.move(2 * x.S, 2 * x.S) + x.S / x.g);
+  double link = x.multi ? links::treeAllreduce(x.host_of) * x.S / x.be : 0;
+  return ok(x.total(steps * x.stepAny(x.busy(messages::treeAllreduce)), 2 * x.S / x.bi, link, x.S / x.g));
 }
 
-// Recursive halving-doubling (Rabenseifner) with nearest partners first, as MPICH orders it:
-// 2 log2(p) steps for p = the largest power of two <= n (non powers of two fold the extra
-// ranks in and out: 2 more steps moving the whole buffer). Only steps at distance >= L cross
-// hosts, when the halves are small: a host link carries 2(H-1)/H of the buffer. Fewer
-// elements than p leave blocks empty: rank 0 still takes every step, but most ranks send
-// nothing in most of them (busy()).
+// Recursive halving-doubling (Rabenseifner), farthest partner first (hd::halvingStep): 2
+// log2(p) steps for p = the largest power of two <= n (non powers of two fold the extra ranks
+// in and out: 2 more steps moving the whole buffer). With ranks numbered host by host the
+// first halving steps, which move the largest halves, are the ones that cross hosts: a host
+// link carries links::rhdAllreduce of the buffer (3 on 4 x 2, 2(H-1)/H with one rank per
+// host). Fewer elements than p leave blocks empty: rank 0 still takes every step, but most
+// ranks send nothing in most of them (busy()).
 Prediction rhdAllreduce(const Net& x) {
   double p = std::exp2(std::floor(std::log2(x.n)));
   double steps = 2 * std::log2(p);
-  double extra = p == x.n ? 0 : 2 * (x.stepAny(1) + x.S / x.betaSlowest());
-  double per_rank = 2 * (x.n - 1) / x.n * x.S;
-  double per_link = 2 * (x.H - 1) / x.H * x.S / kUnpipelinedLinkEfficiency;
-  return ok(steps * x.stepAny(x.busy(messages::rhdAllreduce)) + x.move(per_rank, per_link) +
-            (x.n - 1) / x.n * x.S / x.g + extra);
+  double fold = p == x.n ? 0 : 2.0;  // the whole buffer in and out, once each
+  double latency = steps * x.stepAny(x.busy(messages::rhdAllreduce)) + fold * x.stepAny(1);
+  double mem = (2 * (x.n - 1) / x.n + fold) * x.S / x.bi;
+  double link = x.multi ? links::rhdAllreduce(x.host_of) * x.S / x.be / kUnpipelinedLinkEfficiency : 0;
+  return ok(x.total(latency, mem, link, (x.n - 1) / x.n * x.S / x.g));
 }
 
 // Recursive doubling: log2 p exchanges of the whole buffer (non powers of two fold the extra
@@ -179,8 +222,8 @@ Prediction rdAllreduce(const Net& x) {
   double crossing = x.multi ? std::min(steps, log2ceil(x.H)) : 0;
   double extra = p == x.n ? 0 : 2 * (x.stepAny(1) + x.S / x.betaSlowest());
   double per_link = crossing * x.L * x.S / kUnpipelinedLinkEfficiency;
-  return ok(crossing * (x.ae + x.C) + (steps - crossing) * x.stepIntra(1) + x.move(steps * x.S, per_link) +
-            steps * x.S / x.g + extra);
+  double latency = crossing * x.stepAny(1) + (steps - crossing) * x.stepIntra(1);
+  return ok(x.total(latency, steps * x.S / x.bi, x.multi ? per_link / x.be : 0, steps * x.S / x.g) + extra);
 }
 
 // Root -> root+1 -> ... slice by slice: the first slice takes n-1 hops, each further slice
@@ -203,7 +246,7 @@ Prediction directBroadcast(const Net& x) {
 Prediction binomialBroadcast(const Net& x) {
   double rounds = log2ceil(x.n);
   double inter = x.multi ? std::min(rounds, log2ceil(x.H)) : 0;
-  return ok(inter * (x.ae + x.C + x.S / x.be) + (rounds - inter) * (x.ai + (x.multi ? 0 : x.C) + x.S / x.bi));
+  return ok(inter * (x.stepAny(1) + x.S / x.be) + (rounds - inter) * (x.stepIntra(1) + x.S / x.bi));
 }
 
 // The collectives with one algorithm today: rough figures so the log still gives a time.

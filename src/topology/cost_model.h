@@ -4,9 +4,16 @@
 //
 // Conventions (each formula in cost_model.cc states its terms):
 //  - a step that crosses hosts anywhere costs the inter-host α (ranks move in lockstep, the
-//    slowest link sets the pace); steps inside a host cost the intra-host α;
+//    slowest link sets the pace); on one host, steps cost the intra-host α; in a job spanning
+//    hosts every step, those inside a host included, costs the loaded step when every rank
+//    sends in it (the probe's figure; the idle inter-host α only floors the steps in which few
+//    ranks send);
 //  - across hosts, bandwidth is what one host's link carries each way, over inter β: ranks of
-//    one host share its link, so an algorithm that sends L copies of a chunk across pays L;
+//    one host share its link, so an algorithm that sends L copies of a chunk across pays L
+//    (rhd's and the tree's loads are walked from their patterns, link_load.h); where that link
+//    is slower than memory, an all-reduce takes the larger of its link time and the rest
+//    (latency, copies, reduction), not their sum: a token-bucket shaped link passes an op's
+//    bytes as a burst and refills while the op waits on latency;
 //  - inside a host, bandwidth is what one rank receives, over intra β: shared-memory receivers
 //    copy in parallel (a direct broadcast's receivers each pull from the root at once);
 //  - γ: the bytes one rank reduces, over the reduction kernel's bandwidth;

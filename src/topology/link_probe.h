@@ -4,9 +4,9 @@
 // One pair of ring neighbours per class does the measuring (so the probe costs the same on 4
 // ranks or 400): same host, the first two ranks of the first host holding several; across
 // hosts, the last rank of host 0 and the first of host 1. The initiator times 16 ping-pongs of
-// 8 B (α = the median round trip / 2, as an algorithm's step sees it, executor included) and
-// up to two 2 MiB transfers answered by 8 B (β = 2 MiB / (best time - 2α)); the second is
-// skipped where the first took over 10 ms (slow links are measured well enough by one). It
+// 8 B (α = half the median round trip inside a host, half the lower quartile across hosts,
+// where idle peers wake late: link_probe.cc; as an algorithm's step sees it, executor
+// included) and two 2 MiB transfers answered by 8 B (β = 2 MiB / (best time - 2α)). It
 // publishes the figures in the store and every rank reads the same ones: the values are
 // agreed. γ is the reduction kernel's speed (f32 sum of 2 MiB, best of 3) on the first rank of
 // each host; all ranks take the minimum. Then every rank shifts 8 B round the ring 16 times

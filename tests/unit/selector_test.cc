@@ -159,9 +159,10 @@ TEST(Selector, LinkFiguresMoveTheCrossover) {
   Selector fast({}, fake(4, 2, 2.5, 10.1, 5, 0.1195));
   EXPECT_STREQ(pick(slow, Collective::allreduce, 128 << 10), "rd");
   EXPECT_STREQ(pick(fast, Collective::allreduce, 128 << 10), "hierarchical");
-  // A network as fast as memory: splitting the work by host buys nothing.
+  // A network as fast as memory: splitting the work by host buys nothing where bandwidth
+  // decides (at 64 KiB hierarchical's 4 steps against the ring's 6 still tip it, 26 us to 28).
   Selector flat({}, fake(2, 2, 2.5, 10.1, 2.5, 10.1));
-  EXPECT_STRNE(pick(flat, Collective::allreduce, 64 << 10), "hierarchical");
+  EXPECT_STRNE(pick(flat, Collective::allreduce, 1 << 20), "hierarchical");
 }
 
 TEST(Selector, UnevenHostsFallBackFromHierarchicalWithAReason) {

@@ -1,0 +1,79 @@
+#include "topology/link_load.h"
+
+#include <algorithm>
+
+#include "algorithms/patterns/double_binary_tree.h"
+#include "algorithms/patterns/halving_doubling.h"
+
+namespace coll::topology::links {
+namespace {
+
+// Bytes (as shares of the buffer) each host sends out and takes in across its link.
+class HostTraffic {
+ public:
+  explicit HostTraffic(const std::vector<int>& host_of) : host_of_(host_of) {
+    int hosts = 0;
+    for (int h : host_of) hosts = std::max(hosts, h + 1);
+    out_.assign(static_cast<size_t>(hosts), 0.0);
+    in_.assign(static_cast<size_t>(hosts), 0.0);
+  }
+  void send(int from, int to, double share) {
+    const int a = host_of_[static_cast<size_t>(from)], b = host_of_[static_cast<size_t>(to)];
+    if (a == b) return;
+    out_[static_cast<size_t>(a)] += share;
+    in_[static_cast<size_t>(b)] += share;
+  }
+  // A link is shaped each way on its own (netcluster's tbf on both ends of each veth): the
+  // busier direction of the busiest host bounds.
+  double busiest() const {
+    double most = 0;
+    for (size_t h = 0; h < out_.size(); ++h) most = std::max({most, out_[h], in_[h]});
+    return most;
+  }
+
+ private:
+  const std::vector<int>& host_of_;
+  std::vector<double> out_, in_;
+};
+
+}  // namespace
+
+// Halving step s sends m = p2 >> (s+1) of the p2 blocks to the partner v ^ m: the farthest
+// partner first, so with ranks numbered host by host the steps that cross hosts are the first
+// ones, which carry the largest halves (4 x 2: 3 buffers per host link, not 2(H-1)/H = 1.5).
+// The doubling step at distance m sends as many blocks to the same partner. The
+// fold moves the whole buffer from each donor to its absorber and back (rhd_allreduce.cc).
+double rhdAllreduce(const std::vector<int>& host_of) {
+  const int n = static_cast<int>(host_of.size());
+  const int p2 = algo::hd::powerOfTwoFloor(n), steps = algo::hd::log2Floor(n);
+  HostTraffic t(host_of);
+  for (int s = 0; s < steps; ++s)
+    for (int v = 0; v < p2; ++v) {
+      const algo::hd::Exchange x = algo::hd::halvingStep(v, p2, s);
+      const double share = static_cast<double>(x.send.last - x.send.first) / p2;
+      const int me = algo::hd::realRank(v, n), peer = algo::hd::realRank(x.partner, n);
+      t.send(me, peer, 2 * share);  // and the doubling step at the same distance, as many blocks
+    }
+  for (int r = 0; r < 2 * algo::hd::extraRanks(n); r += 2) {
+    t.send(r, algo::hd::foldPartner(r), 1.0);
+    t.send(algo::hd::foldPartner(r), r, 1.0);
+  }
+  return t.busiest();
+}
+
+// Each tree carries half the buffer: up every edge in the reduction, down it in the broadcast
+// (tree_allreduce.cc).
+double treeAllreduce(const std::vector<int>& host_of) {
+  const int n = static_cast<int>(host_of.size());
+  HostTraffic t(host_of);
+  for (int tree = 0; tree < 2; ++tree)
+    for (int r = 0; r < n; ++r) {
+      const int parent = algo::dbtree::treeNode(tree, r, n).parent;
+      if (parent < 0) continue;
+      t.send(r, parent, 0.5);
+      t.send(parent, r, 0.5);
+    }
+  return t.busiest();
+}
+
+}  // namespace coll::topology::links

@@ -1,0 +1,22 @@
+// How much of an all-reduce's buffer the busiest host link carries, for the algorithms whose
+// crossing traffic depends on which partners share a host: rhd (partners chosen by the
+// halving pattern) and the double binary tree (edges chosen by the tree pattern). The cost
+// model divides it by the inter-host β (cost_model.cc); ring, direct and rd have closed forms
+// there.
+//
+// Pure arithmetic over the algorithms' patterns (hd::halvingStep, dbtree::treeNode), like
+// message_count.h: each function mirrors one builder in src/algorithms/, and
+// tests/unit/link_load_test.cc checks it against the bytes the builders' schedules send.
+#pragma once
+
+#include <vector>
+
+namespace coll::topology::links {
+
+// host_of[r]: the host of rank r. The result is a multiple of the buffer: the most bytes one
+// host sends to, or receives from, ranks on other hosts, over the buffer's size (0 on one host).
+// Blocks of the buffer are taken as equal (exact when the element count divides evenly).
+double rhdAllreduce(const std::vector<int>& host_of);
+double treeAllreduce(const std::vector<int>& host_of);
+
+}  // namespace coll::topology::links
