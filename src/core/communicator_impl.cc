@@ -434,6 +434,7 @@ void CommunicatorImpl::prepareContext(ExecContext& ctx) {
   ctx.nranks = size_;
   ctx.deadline = transport::Clock::now() + config_.timeout;
   ctx.scratch = &scratch_;
+  ctx.mixed_spin = std::chrono::microseconds(config_.socket_spin_us);
   ctx.connect = [this, &ctx](int peer, transport::Connection** conn, transport::Transport** via) {
     return transports_.connect(peer, ctx.deadline, conn, via);
   };

@@ -111,6 +111,7 @@ Config Config::fromEnvironment() {
   readBytes("COLL_SHM_CMA_THRESHOLD", 0, 1ull << 40, &c.shm_cma_threshold);
   c.shm_cma_auto = env("COLL_SHM_CMA_THRESHOLD") == nullptr;
   readInt("COLL_SHM_SPIN", 0, 1'000'000, &c.shm_spin_us);
+  readInt("COLL_SOCKET_SPIN", 0, 1'000'000, &c.socket_spin_us);
   int cuda_ipc = 1;
   readInt("COLL_CUDA_IPC", 0, 1, &cuda_ipc);
   c.cuda_ipc = cuda_ipc == 1;

@@ -50,6 +50,14 @@ struct Config {
   // broadcast 9.9-10.0 against 4.1-4.4 (process_vm_readv pins and copies page by page).
   bool shm_cma_auto = true;
   int shm_spin_us = 2;                         // COLL_SHM_SPIN: µs to poll before yielding, then sleeping
+  // How long a rank waiting on sockets (alone, or with shared memory: the executor's wait on
+  // several transports) keeps polling them, yielding its core between polls, before it sleeps
+  // in the kernel; 0: sleep at once. Measured on netcluster 2 x 2 at 1 Gbit/s (8 B to 2 KiB,
+  // three rounds): sleeping at once, rd took 67-82 us and hierarchical 113-158 us, and the
+  // start-up probe's idle crossing alpha came out at 6 or 34-42 us from job to job (a sleeping
+  // rank's wake-up); with 100 us of polling, rd 20-38 us and hierarchical 25-47 us, and alpha
+  // 5.7-6.5 us every time.
+  int socket_spin_us = 100;                    // COLL_SOCKET_SPIN
   // COLL_INLINE=0: every op runs on the progress thread, even one a thread is waiting on
   // (src/core/work_state.h explains caller-driven progress, the default).
   bool inline_ops = true;
