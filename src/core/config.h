@@ -52,7 +52,7 @@ struct Config {
   int shm_spin_us = 2;                         // COLL_SHM_SPIN: µs to poll before yielding, then sleeping
   // How long a rank waiting on sockets (alone, or with shared memory: the executor's wait on
   // several transports) keeps polling them, yielding its core between polls, before it sleeps
-  // in the kernel; 0: sleep at once. Measured on netcluster 2 x 2 at 1 Gbit/s (8 B to 2 KiB,
+  // in the kernel, in ops under 256 KiB (latency-bound; communicator_impl.cc); 0: sleep at once. Measured on netcluster 2 x 2 at 1 Gbit/s (8 B to 2 KiB,
   // three rounds): sleeping at once, rd took 67-82 us and hierarchical 113-158 us, and the
   // start-up probe's idle crossing alpha came out at 6 or 34-42 us from job to job (a sleeping
   // rank's wake-up); with 100 us of polling, rd 20-38 us and hierarchical 25-47 us, and alpha

@@ -69,9 +69,11 @@ class Executor {
   // descriptor, else in each in turn for a short slice, so neither starves.
   Status progress(std::vector<transport::Completion>* out) {
     if (st_.active.empty()) return internalError("schedule waits for data but has no peers");
-    if (st_.active.size() == 1) return st_.active[0]->progress(out, ctx_.deadline);
+    if (st_.active.size() == 1 && st_.active[0]->pollsBeforeSleeping())
+      return st_.active[0]->progress(out, ctx_.deadline);
     COLL_RETURN_IF_ERROR(pollAllBriefly(out));
     if (!out->empty()) return Status::ok();
+    if (st_.active.size() == 1) return st_.active[0]->progress(out, ctx_.deadline);
     if (blockOnAll()) {
       for (transport::Transport* t : st_.active) COLL_RETURN_IF_ERROR(t->progress(out, transport::Clock::now()));
       return Status::ok();
@@ -83,10 +85,10 @@ class Executor {
     return Status::ok();
   }
 
-  // Polls every active transport until something completes or ctx_.mixed_spin passed,
-  // yielding the core between rounds: a reply a few µs away is not paid with a wake-up.
+  // Polls every active transport until something completes or ctx_.spin passed, yielding the
+  // core between rounds: a reply a few µs away is not paid with a wake-up.
   Status pollAllBriefly(std::vector<transport::Completion>* out) {
-    const auto end = std::min(ctx_.deadline, transport::Clock::now() + ctx_.mixed_spin);
+    const auto end = std::min(ctx_.deadline, transport::Clock::now() + ctx_.spin);
     for (;;) {
       for (transport::Transport* t : st_.active) COLL_RETURN_IF_ERROR(t->progress(out, transport::Clock::now()));
       if (!out->empty() || transport::Clock::now() >= end) return Status::ok();

@@ -34,9 +34,9 @@ struct ExecContext {
   // The op's buffers are far larger than the caches (Config::stream_bytes): passed to every
   // connection as Connection::setStreamingReceives.
   bool stream_receives = false;
-  // Where the schedule waits on several transports: how long to keep polling them all before
-  // sleeping in one poll() (Config::socket_spin_us).
-  std::chrono::microseconds mixed_spin{0};
+  // How long to keep polling the schedule's transports (yielding the core in between) before
+  // sleeping in the kernel, unless the only one polls by itself (Config::socket_spin_us).
+  std::chrono::microseconds spin{0};
 };
 
 // What the executor derives from a Schedule before it can run it: dependency counts, who

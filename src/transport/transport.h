@@ -99,6 +99,10 @@ class Transport {
   virtual bool armForPoll() { return true; }
   virtual void disarmAfterPoll() {}
 
+  // True where progress() already polls before it sleeps (shm: spin, yield, then the futex),
+  // so a caller waiting on this transport alone need not poll it first (executor.cc).
+  virtual bool pollsBeforeSleeping() const { return false; }
+
   // Closes every connection so peers fail fast; posted requests fail with PeerLost. Any
   // thread may call this; it returns without waiting for I/O.
   virtual void abort(const std::string& reason) = 0;

@@ -55,6 +55,7 @@ class ShmTransport : public Transport {
   ~ShmTransport() override;
 
   const char* name() const override { return "shm"; }
+  bool pollsBeforeSleeping() const override { return true; }
   Status connect(int peer, Deadline deadline, Connection** out) override;
   Status progress(std::vector<Completion>* out, Deadline until) override;
   bool pollFds(std::vector<pollfd>* fds) override;

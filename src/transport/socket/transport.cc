@@ -9,7 +9,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/socket.h>
 
 #include "bootstrap/store.h"
@@ -62,7 +61,6 @@ class SocketTransport : public Transport {
   }
 
   Status progress(std::vector<Completion>* out, Deadline until) override {
-    pollBriefly(until);
     if (completions_.empty() && until > Clock::now()) io_.run_one_until(until);
     io_.poll();
     if (abort_.raised()) failAll();
@@ -86,16 +84,6 @@ class SocketTransport : public Transport {
 
  private:
   std::string key(int rank) const { return dir_.key_prefix + "socket/" + std::to_string(rank); }
-
-  // Config::socket_spin_us: polls without sleeping for a while first, yielding the core
-  // whenever nothing was ready, so a reply a few µs away is not paid with a wake-up.
-  void pollBriefly(Deadline until) {
-    if (config_.socket_spin_us <= 0 || !completions_.empty()) return;
-    Deadline end = std::min(until, Clock::now() + std::chrono::microseconds(config_.socket_spin_us));
-    while (completions_.empty() && !abort_.raised() && Clock::now() < end) {
-      if (io_.poll() == 0) ::sched_yield();
-    }
-  }
 
   void failAll() {
     Status st = peerLostError(abort_.reason());
