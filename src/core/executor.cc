@@ -69,11 +69,14 @@ class Executor {
   // descriptor, else in each in turn for a short slice, so neither starves.
   Status progress(std::vector<transport::Completion>* out) {
     if (st_.active.empty()) return internalError("schedule waits for data but has no peers");
-    if (st_.active.size() == 1 && st_.active[0]->pollsBeforeSleeping())
+    if (st_.active.size() == 1) {
+      // No polling of our own where the transport does it, or where the op does not poll.
+      if (ctx_.spin.count() > 0 && !st_.active[0]->pollsBeforeSleeping()) COLL_RETURN_IF_ERROR(pollAllBriefly(out));
+      if (!out->empty()) return Status::ok();
       return st_.active[0]->progress(out, ctx_.deadline);
+    }
     COLL_RETURN_IF_ERROR(pollAllBriefly(out));
     if (!out->empty()) return Status::ok();
-    if (st_.active.size() == 1) return st_.active[0]->progress(out, ctx_.deadline);
     if (blockOnAll()) {
       for (transport::Transport* t : st_.active) COLL_RETURN_IF_ERROR(t->progress(out, transport::Clock::now()));
       return Status::ok();
