@@ -65,6 +65,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_));
   COLL_RETURN_IF_ERROR(impl->connectNeighbours());
   COLL_RETURN_IF_ERROR(impl->initSelector(std::move(rules)));
+  impl->findBoard();
   // Nobody leaves init before everybody is connected, so rank 0 may stop serving the store
   // without stranding a late rank.
   COLL_RETURN_IF_ERROR(impl->store_->barrier(impl->key_prefix_ + "init", impl->size_,
@@ -201,7 +202,7 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   if (group_depth_ > 0 && !isPointToPoint(op.kind))
     throw Error(ErrorCode::InvalidArgument, format("%s (rank %d): only send and recv may be issued between groupStart "
                                                    "and groupEnd", toString(op.kind), rank_));
-  op.work = std::make_shared<detail::WorkState>();
+  op.work = newWorkState(op);
   op.work->sequence = next_sequence_++;
   op.work->op_name = toString(op.kind);
   op.work->link = link_;
@@ -225,6 +226,7 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
     held.stream = op.stream;
     held.work = op.work;
   }
+  if (!hold && runNowOnBoard(op)) return work;
   push(std::move(op));
   if (finish_now) {
     work.wait();
@@ -306,6 +308,7 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
   const OpKind wire_kind = isPointToPoint(issued.kind) ? OpKind::send : issued.kind;
   const uint64_t tag = (issued.wire_sequence << 8) | static_cast<uint64_t>(wire_kind);
   if (issued.device >= 0) return executeOnDevice(issued, tag, algorithm, refused);
+  if (onBoard(issued)) return runOnBoard(issued, algorithm, refused);
   OpRequest op = issued;
   if (op.kind == OpKind::barrier) {  // a 1-byte all-reduce: nobody leaves before all arrived
     op.kind = OpKind::allreduce;
@@ -468,6 +471,7 @@ void CommunicatorImpl::fail(const Error& error) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!first_error_) first_error_ = error;
+    failed_.store(true, std::memory_order_release);
     pending.swap(queue_);
     queued_.store(0, std::memory_order_relaxed);
   }

@@ -23,6 +23,7 @@
 #include "topology/host_grouping.h"
 #include "topology/selector.h"
 #include "transport/registry.h"
+#include "transport/small_op_board.h"
 
 namespace coll {
 
@@ -74,6 +75,12 @@ class CommunicatorImpl final : private detail::OpDriver {
   void closeConnectionsNow(const std::string& reason);
   Status run(const CachedSchedule& cached, const OpRequest& op, uint64_t tag, const void* input, void* output);
   void prepareContext(ExecContext& ctx);  // deadline, scratch and connections for one run
+  void findBoard();
+  bool onBoard(const OpRequest& op) const;
+  bool runNowOnBoard(OpRequest& op);
+  transport::BoardCall boardCall(const OpRequest& op);
+  std::shared_ptr<detail::WorkState> newWorkState(const OpRequest& op);
+  Status runOnBoard(const OpRequest& issued, std::string* algorithm, bool* refused);
   Status executeGroup(const OpRequest& group, algo::BuildParams p, std::string* algorithm);
   Status executeOnDevice(const OpRequest& issued, uint64_t tag, std::string* algorithm, bool* refused);
   Status runHost(const OpRequest& op, uint64_t tag, std::string* algorithm);
@@ -98,6 +105,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   std::unique_ptr<bootstrap::StoreClient> store_;
   topology::HostGrouping hosts_;
   std::unique_ptr<topology::Selector> selector_;  // engine_mu_ holder only, after init
+  transport::SmallOpBoard* board_ = nullptr;       // one-host small all-reduces (small_op_board.h)
   transport::TransportSet transports_;
   std::vector<char> scratch_;    // received slices awaiting reduction (engine_mu_ holder)
   std::vector<char> workspace_;  // reductions whose result is not the user's buffer
@@ -123,6 +131,8 @@ class CommunicatorImpl final : private detail::OpDriver {
   bool stopping_ = false;
   bool close_pending_ = false;  // fail() ran: the progress thread must close the connections
   std::optional<Error> first_error_;
+  std::atomic<bool> failed_{false};  // first_error_ is set: lets the fast path skip mu_
+  std::shared_ptr<detail::WorkState> spare_work_;  // the last board op's, reused once nobody holds it
   uint64_t tune_sequence_ = 0;  // autotune's runs at init
   uint64_t next_sequence_ = 0;  // issuing thread only, like the two below
   uint64_t collective_sequence_ = 0;

@@ -110,7 +110,9 @@ Config Config::fromEnvironment() {
   readBytes("COLL_STREAM_BYTES", 0, 1ull << 62, &c.stream_bytes);
   readBytes("COLL_SHM_CMA_THRESHOLD", 0, 1ull << 40, &c.shm_cma_threshold);
   c.shm_cma_auto = env("COLL_SHM_CMA_THRESHOLD") == nullptr;
+  readBytes("COLL_SHM_BOARD_BYTES", 0, 4096, &c.shm_board_bytes);
   readInt("COLL_SHM_SPIN", 0, 1'000'000, &c.shm_spin_us);
+  c.shm_spin_auto = env("COLL_SHM_SPIN") == nullptr;
   readInt("COLL_SOCKET_SPIN", 0, 1'000'000, &c.socket_spin_us);
   int cuda_ipc = 1;
   readInt("COLL_CUDA_IPC", 0, 1, &cuda_ipc);

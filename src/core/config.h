@@ -49,6 +49,8 @@ struct Config {
   // CMA, broadcast 2.4-3.6 against 2.6-2.9 (256 MiB: 2.9-3.0 against 2.4-3.0); 2 ranks
   // broadcast 9.9-10.0 against 4.1-4.4 (process_vm_readv pins and copies page by page).
   bool shm_cma_auto = true;
+  size_t shm_board_bytes = 4096;               // COLL_SHM_BOARD_BYTES: all-reduces up to this go by the board (0: never)
+  bool shm_spin_auto = true;                   // COLL_SHM_SPIN unset: no spinning where ranks outnumber cores
   int shm_spin_us = 2;                         // COLL_SHM_SPIN: µs to poll before yielding, then sleeping
   // How long a rank waiting on sockets (alone, or with shared memory: the executor's wait on
   // several transports) keeps polling them, yielding its core between polls, before it sleeps

@@ -15,6 +15,7 @@ inline constexpr auto kHandoffSpin = std::chrono::microseconds(50);
 // Returns true as soon as ready() holds, false once `budget` passed without it.
 template <typename Ready>
 bool spinUntil(Ready&& ready, std::chrono::microseconds budget = kHandoffSpin) {
+  if (ready()) return true;  // most waits end here: no clock read
   auto until = std::chrono::steady_clock::now() + budget;
   for (int i = 0;; ++i) {
     if (ready()) return true;

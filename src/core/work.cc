@@ -25,6 +25,11 @@ void Work::wait() const {
   if (!state_) throw kInvalidWork;
   driveInline(*state_);
   spinUntil([&] { return state_->finished.load(std::memory_order_acquire); });
+  // finished is stored (release) after done and error, which never change again.
+  if (state_->finished.load(std::memory_order_acquire)) {
+    if (state_->error) throw *state_->error;
+    return;
+  }
   std::unique_lock<std::mutex> lock(state_->mu);
   // No deadline here on purpose: the progress thread completes every op by its own deadline
   // (COLL_TIMEOUT from when it starts), so this wait is bounded by the ops queued before it.

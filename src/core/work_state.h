@@ -52,6 +52,20 @@ struct WorkState {
   // src/cuda/stream_gate.h). Set under mu, and only while !done.
   std::function<void()> on_complete;
 
+  // Completes a state no other thread can reach yet (its Work not handed out): no lock.
+  void completeUnshared(std::optional<Error> e) {
+    done = true;
+    error = std::move(e);
+    finished.store(true, std::memory_order_release);
+  }
+  // Back to new, for reuse by a later op; only while nothing else holds it.
+  void reset() {
+    done = false;
+    error.reset();
+    finished.store(false, std::memory_order_relaxed);
+    on_complete = nullptr;
+  }
+
   void complete(std::optional<Error> e) {
     std::function<void()> then;
     {

@@ -49,6 +49,8 @@ class Selector {
   const Choice& choose(algo::Collective collective, size_t bytes, size_t elem_size = 4);
   // The cost model's choice alone (no rule, no tuning): what --explain and autotune compare.
   Choice modelChoice(algo::Collective collective, size_t bytes, size_t elem_size = 4) const;
+  // A COLL_ALGO rule decides this (collective, size): no shortcut may bypass the selector.
+  bool forced(algo::Collective collective, size_t bytes) const { return matchRule(rules_, collective, bytes) != nullptr; }
   const Topology& topology() const { return topology_; }
   void setTuning(TuningTable tuning) { tuning_ = std::move(tuning); cache_.clear(); }
 

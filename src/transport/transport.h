@@ -75,6 +75,8 @@ struct PeerDirectory {
   std::string store_host;      // the rendezvous host: the socket transport's default route
 };
 
+class SmallOpBoard;  // small_op_board.h
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -102,6 +104,10 @@ class Transport {
   // True where progress() already polls before it sleeps (shm: spin, yield, then the futex),
   // so a caller waiting on this transport alone need not poll it first (executor.cc).
   virtual bool pollsBeforeSleeping() const { return false; }
+
+  // Where every rank of the communicator shares this transport's memory: the board for small
+  // all-reduces (small_op_board.h). Null elsewhere.
+  virtual SmallOpBoard* board() { return nullptr; }
 
   // Closes every connection so peers fail fast; posted requests fail with PeerLost. Any
   // thread may call this; it returns without waiting for I/O.

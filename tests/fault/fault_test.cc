@@ -48,6 +48,12 @@ void loopUntilFailure(Communicator& comm, Rank& self) {
   self.slot->phase = kPhaseFailed;
 }
 
+// The same with 16-element all-reduces: on one host they go by the shared-memory board.
+void loopSmallUntilFailure(Communicator& comm, Rank& self) {
+  allreduceUntilFailure(comm, 16, ReduceOp::max);
+  self.slot->phase = kPhaseFailed;
+}
+
 // The same, but the communicator stays alive (as in an application that catches the error and
 // goes on) until all but one rank have failed, or 1.5 x the timeout: only the library's own
 // reaction to the failure, not this process's exit, can then tell the peers.
@@ -119,6 +125,30 @@ TEST(KillRank, SurvivorsFailWithinTwiceTheTimeout) {
   ASSERT_NE(kill_ns, 0) << "the ranks never completed 3 all-reduces";
   EXPECT_EQ(outcomes[victim].signal, SIGKILL) << outcomes[victim].describe();
   expectSurvivorsFailedCleanly(outcomes, victim, kill_ns);
+}
+
+// Ranks waiting on the board for a rank that died notice it (its process, checked every 50 ms).
+TEST(KillRank, SurvivorsOnTheBoardFailWithinTwiceTheTimeout) {
+  const int n = 3, victim = 1;
+  int64_t kill_ns = 0;
+  RunOptions options;
+  options.deadline = std::chrono::seconds(75);
+  options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
+    if (!waitForProgress(slots, n, 100)) return;
+    kill_ns = nowNs();
+    ::kill(pids[victim], SIGKILL);
+  };
+  auto outcomes = runRanks(n, loopSmallUntilFailure, options);
+  ASSERT_NE(kill_ns, 0) << "the ranks never completed 100 all-reduces";
+  for (const RankOutcome& o : outcomes) {
+    if (o.rank == victim) continue;
+    SCOPED_TRACE(o.describe());
+    EXPECT_TRUE(o.exited && o.exit_code == 0);
+    EXPECT_LT((o.error_time_ns - kill_ns) / 1e9, 2.0 * kTimeoutSeconds);
+    EXPECT_NE(o.message.find("allreduce #"), std::string::npos) << "the message does not name the op";
+    EXPECT_NE(o.message.find("peer "), std::string::npos) << "the message does not name a peer";
+    std::cout << "rank " << o.rank << ": " << o.message << "\n";
+  }
 }
 
 // A rank that notices the loss fails its communicator and closes its connections, so ranks
@@ -285,6 +315,18 @@ TEST(Mismatch, DifferentCounts) {
   auto outcomes = runRanks(3, [](Communicator& comm, Rank& self) {
     mismatchBody(comm, self, [&](Communicator& c, std::vector<char>& buf) {
       size_t count = 50000 + static_cast<size_t>(self.rank) * 1000;  // each rank a different count
+      return c.allreduce(buf.data(), buf.data(), count, DataType::f32, ReduceOp::sum);
+    });
+  });
+  expectMismatchCaught(outcomes, start_ns, "allreduce #0");
+}
+
+// Both counts small enough for the board: the posted fingerprints disagree.
+TEST(Mismatch, DifferentCountsOnTheBoard) {
+  int64_t start_ns = nowNs();
+  auto outcomes = runRanks(3, [](Communicator& comm, Rank& self) {
+    mismatchBody(comm, self, [&](Communicator& c, std::vector<char>& buf) {
+      size_t count = 100 + static_cast<size_t>(self.rank);
       return c.allreduce(buf.data(), buf.data(), count, DataType::f32, ReduceOp::sum);
     });
   });

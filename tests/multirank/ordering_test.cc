@@ -68,6 +68,33 @@ void manyIndependentOps(Communicator& comm, Rank& self) {
   RANK_CHECK(!comm.asyncError(), "asyncError set after a clean run: %s", comm.asyncError()->what());
 }
 
+// Small all-reduces (the one-host board: transport/small_op_board.h) mixed with ops on the
+// message path and barriers, issued without waiting, ranks taking turns to be late so that
+// some board ops are posted and finished at once, some posted and left pending, some queued.
+void boardAndMessageOpsInterleaved(Communicator& comm, Rank&) {
+  const int n = comm.size(), rank = comm.rank();
+  const int kOps = 300;
+  std::vector<std::vector<int64_t>> bufs(kOps);
+  std::vector<Work> works;
+  for (int k = 0; k < kOps; ++k) {
+    if (k % 50 == 0 && k / 50 % n == rank) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    size_t count = k % 5 == 4 ? 3001 : static_cast<size_t>(1 + k % 7);  // 3001 x 8 B: the message path
+    bufs[k].assign(count, rank + k);
+    if (k % 11 == 10) works.push_back(comm.barrier());
+    else works.push_back(comm.allreduce(bufs[k].data(), bufs[k].data(), count, DataType::i64, ReduceOp::sum));
+    if (k % 37 == 0) works.back().wait();
+  }
+  RANK_CHECK(works.back().wait(std::chrono::milliseconds(25'000)), "the last op did not finish within 25 s");
+  for (int k = 0; k < kOps; ++k) {
+    RANK_CHECK(works[k].test() && !works[k].error(), "op %d not done or failed", k);
+    if (k % 11 == 10) continue;
+    const int64_t want = static_cast<int64_t>(n) * (n - 1) / 2 + static_cast<int64_t>(n) * k;
+    for (size_t i = 0; i < bufs[k].size(); ++i)
+      RANK_CHECK(bufs[k][i] == want, "op %d element %zu is %lld, expected %lld", k, i,
+                 static_cast<long long>(bufs[k][i]), static_cast<long long>(want));
+  }
+}
+
 // Work::wait(timeout) returns false while the op cannot finish (a peer has not issued it yet),
 // then true once it has, without throwing.
 void boundedWaitReturnsFalseWhileRunning(Communicator& comm, Rank& self) {
@@ -135,6 +162,7 @@ class OrderingWithPeers : public ::testing::TestWithParam<int> {};
 TEST_P(Ordering, ChainOfInPlaceOpsRunsInIssueOrder) { expectAllSucceeded(runRanks(GetParam(), chainOnOneBuffer)); }
 TEST_P(Ordering, ManyOpsBackToBackWaitOnlyTheLast) { expectAllSucceeded(runRanks(GetParam(), manyIndependentOps)); }
 TEST_P(Ordering, OpsNobodyWaitsOnStillFinish) { expectAllSucceeded(runRanks(GetParam(), opsNobodyWaitsOnStillFinish)); }
+TEST_P(Ordering, BoardAndMessageOpsInterleaved) { expectAllSucceeded(runRanks(GetParam(), boardAndMessageOpsInterleaved)); }
 TEST_P(Ordering, ThreadsWaitOnEachOthersOps) { expectAllSucceeded(runRanks(GetParam(), threadsWaitOnEachOthersOps)); }
 TEST_P(OrderingWithPeers, BoundedWaitReturnsFalseWhileAPeerLags) {
   expectAllSucceeded(runRanks(GetParam(), boundedWaitReturnsFalseWhileRunning));

@@ -260,16 +260,35 @@ void ShmConnection::releaseSlot() {
 
 void ShmConnection::checkPeer(bool check_process) {
   if (!failure_.isOk() || idle()) return;
+  Status st = peerStatus(check_process);
+  if (st.isOk()) return;
+  // A peer that closed may have written its last messages first: take them before failing.
+  if (peerClosed() && !e_.peer_header->aborted.load(kAcquire) && (poll() || idle())) return;
+  fail(st);
+}
+
+Status ShmConnection::peerStatus(bool check_process) const {
+  if (!failure_.isOk()) return failure_;
   if (e_.peer_header->aborted.load(kAcquire)) {
     std::string reason(e_.peer_header->abort_reason, strnlen(e_.peer_header->abort_reason, kReasonBytes - 1));
-    return fail(peerLostError(format("%s aborted%s%s", peerName().c_str(), reason.empty() ? "" : ": ", reason.c_str()),
-                              e_.peer));
+    return peerLostError(format("%s aborted%s%s", peerName().c_str(), reason.empty() ? "" : ": ", reason.c_str()),
+                         e_.peer);
   }
-  if (e_.inbound.control->closed_by_sender.load(kAcquire) || e_.outbound.control->closed_by_receiver.load(kAcquire)) {
-    if (poll() || idle()) return;  // it wrote its last messages before closing: take them first
-    return fail(peerLostError(format("%s closed the connection", peerName().c_str()), e_.peer));
-  }
-  if (check_process && process_.gone()) fail(peerLostError(format("%s died", peerName().c_str()), e_.peer));
+  if (peerClosed()) return peerLostError(format("%s closed the connection", peerName().c_str()), e_.peer);
+  if (check_process && process_.gone()) return peerLostError(format("%s died", peerName().c_str()), e_.peer);
+  return Status::ok();
+}
+
+bool ShmConnection::unreadTag(uint64_t* tag) const {
+  if (!recvs_.empty() || e_.inbound.control->head.load(kAcquire) <= tail_) return false;
+  const auto* h = reinterpret_cast<const SlotHeader*>(e_.inbound.slot(tail_));
+  if (h->magic != kSlotMagic || h->offset != 0) return false;
+  *tag = h->tag;
+  return true;
+}
+
+bool ShmConnection::peerClosed() const {
+  return e_.inbound.control->closed_by_sender.load(kAcquire) || e_.outbound.control->closed_by_receiver.load(kAcquire);
 }
 
 void ShmConnection::fail(const Status& status) {

@@ -53,6 +53,12 @@ class ShmConnection : public Connection {
   // aborted or closed its end, or (check_process, a system call) its process died.
   void checkPeer(bool check_process);
   bool idle() const { return sends_.empty() && cma_waiting_.empty() && recvs_.empty(); }
+  // The peer's state whether or not requests are posted (a board op posts none): its abort,
+  // its closing or (check_process) its death, as the Status this connection would fail with.
+  Status peerStatus(bool check_process) const;
+  // The tag of the oldest message the peer put in our inbound ring that no receive has
+  // started on. False: none.
+  bool unreadTag(uint64_t* tag) const;
   void fail(const Status& status);
   // This side is going away (transport destroyed): the peer's requests stop waiting for us.
   void close();
@@ -93,6 +99,7 @@ class ShmConnection : public Connection {
   void complete(uint64_t cookie, Status status);
   void tellPeer();
   std::string peerName() const;  // "peer 2 (pid 1234, same host)"
+  bool peerClosed() const;
 
   Endpoints e_;
   PeerProcess process_;

@@ -7,7 +7,7 @@
 // or, when large and cross-memory attach works, one slot holding a descriptor the receiver
 // uses to read the payload straight out of the sender's memory.
 //
-//   [SegmentHeader, padded to kHeaderBytes][channel 0][channel 1]...
+//   [SegmentHeader, padded to kHeaderBytes][board: 2 BoardCells][channel 0][channel 1]...
 //   channel = [ChannelControl, padded to kControlBytes][slot 0][slot 1]...[slot nslots-1]
 //
 // Counters only grow (head, tail, cma_done), so "full" is head - tail == nslots and no slot is
@@ -22,7 +22,7 @@
 namespace coll::transport::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
-inline constexpr uint32_t kLayoutVersion = 2;
+inline constexpr uint32_t kLayoutVersion = 3;
 inline constexpr uint32_t kSlotMagic = 0x544f4c53;                // "SLOT"
 inline constexpr size_t kHeaderBytes = 4096;
 inline constexpr size_t kControlBytes = 512;
@@ -63,6 +63,23 @@ struct SegmentHeader {
   std::atomic<uint32_t> wake_unreachable{0};
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
+
+// The small-op board (board.h): the owner posts a small operand in one of its two cells, every
+// local peer reads it. Successive board ops alternate cells, so a rank may post the next op
+// while a slower peer still reads the last one. The first 48 payload bytes share the cache
+// line of the sequence, so an 8-byte all-reduce moves one line per peer.
+inline constexpr size_t kBoardPayloadBytes = 4096;
+struct BoardCell {
+  alignas(64) std::atomic<uint64_t> sequence{0};  // the board op whose operand this holds (0: none)
+  uint64_t fingerprint = 0;                        // that op's collective, type, op and count
+  uint8_t data[kBoardPayloadBytes];
+};
+inline constexpr size_t kBoardBytes = (2 * sizeof(BoardCell) + 4095) / 4096 * 4096;
+inline constexpr size_t kChannelsOffset = kHeaderBytes + kBoardBytes;
+
+inline BoardCell* boardAt(void* segment) {
+  return reinterpret_cast<BoardCell*>(static_cast<uint8_t*>(segment) + kHeaderBytes);
+}
 
 struct ChannelControl {
   int32_t sender = -1;    // rank that writes the slots
@@ -105,11 +122,11 @@ struct Geometry {
   uint32_t nchannels = 0;
 
   uint64_t channelStride() const { return kControlBytes + slot_bytes * nslots; }
-  uint64_t segmentBytes() const { return kHeaderBytes + channelStride() * nchannels; }
+  uint64_t segmentBytes() const { return kChannelsOffset + channelStride() * nchannels; }
 };
 
 inline ChannelControl* channelAt(void* segment, uint64_t stride, uint32_t index) {
-  return reinterpret_cast<ChannelControl*>(static_cast<uint8_t*>(segment) + kHeaderBytes + stride * index);
+  return reinterpret_cast<ChannelControl*>(static_cast<uint8_t*>(segment) + kChannelsOffset + stride * index);
 }
 
 // One direction of a channel as seen by either end.

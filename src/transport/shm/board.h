@@ -1,0 +1,52 @@
+// The shared-memory side of the small-op board (transport/small_op_board.h): two cells in each
+// rank's segment (layout.h), posting an operand, seeing who has posted, and combining.
+//
+// Op k (1, 2, ...) uses cell k % 2. A rank posts op k only after it saw every peer post op
+// k - 1, and a peer posts k - 1 only after it finished reading op k - 2: so the cell being
+// overwritten is one nobody reads any more, and a cell being read never changes under its
+// reader (the fast peer's next post goes to the other cell). The owner writes the operand and
+// fingerprint, then the sequence with release; readers load the sequence with acquire.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "coll/types.h"
+#include "transport/shm/layout.h"
+
+namespace coll::transport::shm {
+
+class Board {
+ public:
+  // cells[r]: rank r's two cells, this rank's own among them (mapped from every segment).
+  Board(int rank, std::vector<BoardCell*> cells);
+
+  // What every rank's call must agree on: count, type and op, packed.
+  static uint64_t fingerprint(size_t count, DataType type, ReduceOp op);
+  static std::string describe(uint64_t fingerprint);  // "4 x f32 sum"
+
+  void post(uint64_t sequence, uint64_t fingerprint, const void* data, size_t bytes);
+  // True once every rank has posted op `sequence`.
+  bool allPosted(uint64_t sequence);
+  bool posted(int rank, uint64_t sequence) const { return cell(rank, sequence).sequence.load(std::memory_order_acquire) == sequence; }
+  // The ranks that have not posted op `sequence` yet.
+  std::vector<int> missing(uint64_t sequence) const;
+  // The lowest rank whose posted op `sequence` differs from `fingerprint`, or -1.
+  int disagreeing(uint64_t sequence, uint64_t fingerprint) const;
+  uint64_t fingerprintOf(int rank, uint64_t sequence) const { return cell(rank, sequence).fingerprint; }
+  // out = operand(0) op operand(1) op ... in rank order (avg as sum: the caller divides).
+  void combine(uint64_t sequence, void* out, size_t count, DataType type, ReduceOp op) const;
+
+  int size() const { return static_cast<int>(cells_.size()); }
+
+ private:
+  BoardCell& cell(int rank, uint64_t sequence) const { return cells_[rank][sequence % 2]; }
+
+  int rank_;
+  std::vector<BoardCell*> cells_;
+  int waiting_for_ = 0;  // allPosted() resumes here: ranks below it have posted this op
+  uint64_t waiting_op_ = 0;
+};
+
+}  // namespace coll::transport::shm
