@@ -21,12 +21,13 @@ declare -A res
 
 # coll: time (us) per size -> busbw; latency = time of the 8-byte row. All-reduce out of
 # place (MPI_Allreduce with two buffers); broadcast in place, as MPI_Bcast has one buffer (out
-# of place, coll's root also copies its input to its output).
+# of place, coll's root also copies its input to its output). Latency waits on each op (-z 2),
+# as the blocking MPI calls do, 2000 times after 500 warm-up calls on both sides.
 coll_run() { # n prog factor column (6: out-of-place time, 10: in-place)
   # Pinned where the ranks fit the cores, as Open MPI binds by default (to cores, for 2 ranks).
   local bind=none
   [[ $1 -le $(nproc) ]] && bind=core
-  timeout 600 "$build/bin/collrun" --bind-to $bind -n "$1" "$build/bin/$2" -b 8 -e 8 -n 500 -w 50 -c 0 | rows | awk -v c="$4" '{print "lat", $c}'
+  timeout 600 "$build/bin/collrun" --bind-to $bind -n "$1" "$build/bin/$2" -b 8 -e 8 -n 2000 -w 500 -c 0 -z 2 | rows | awk -v c="$4" '{print "lat", $c}'
   for s in $M64 $M256; do
     timeout 600 "$build/bin/collrun" --bind-to $bind -n "$1" "$build/bin/$2" -b $s -e $s -n 5 -w 1 -c 1 | rows |
       awk -v f="$3" -v c="$4" '{printf "%d %.4f\n", $1, $1/$c/1e3*f}'
@@ -35,7 +36,7 @@ coll_run() { # n prog factor column (6: out-of-place time, 10: in-place)
 mpi_run() { # launcher-args... -- prog op factor
   local launch=() ; while [[ $1 != -- ]]; do launch+=("$1"); shift; done; shift
   local prog=$1 op=$2 f=$3
-  timeout 600 "${launch[@]}" "$prog" "$op" 8 8 2 500 50 | rows | awk '{print "lat", $2}'
+  timeout 600 "${launch[@]}" "$prog" "$op" 8 8 2 2000 500 | rows | awk '{print "lat", $2}'
   for s in $M64 $M256; do
     timeout 600 "${launch[@]}" "$prog" "$op" $s $s 1 5 1 | rows | awk -v f="$f" '{printf "%d %.4f\n", $1, $1/$2/1e3*f}'
   done

@@ -52,7 +52,10 @@ bool CommunicatorImpl::runNowOnBoard(OpRequest& op) {
   bool done = false;
   Status st = board_->finish(op.board_ticket, call, false, config_.timeout, &isCollectiveTag, &done);
   if (st && !done) {
-    push(std::move(op));
+    // Not keeping the progress thread hot: its polls every 200 us would preempt this rank (it
+    // shares the core) and make the next board op late on its peers, which would then queue
+    // theirs: measured, one op in 600 left pending kept 2 ranks at 0.40 us instead of 0.33.
+    push(std::move(op), false);
     return true;
   }
   ledger_.completed(st.isOk());

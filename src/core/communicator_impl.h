@@ -88,7 +88,12 @@ class CommunicatorImpl final : private detail::OpDriver {
   const CachedSchedule* scheduleFor(const OpRequest& op, OpPlan* plan);
   Status runScheduled(const CachedSchedule& cached, const OpRequest& op, uint64_t tag, const OpPlan& plan);
   Status runContext(const algo::Schedule& schedule, ExecContext& ctx);
-  void push(OpRequest op);
+  // keeps_hot false, for an op whose issuer will most likely wait on it at once (a board op
+  // found pending): neither wakes the progress thread nor starts its polling (kHotFor). The
+  // op is then run by a waiter, by the progress thread once the next push or a kick() wakes
+  // it (Work::test, a bounded wait), or at destruction; peers do not wait for its finishing.
+  void push(OpRequest op, bool keeps_hot = true);
+  void kick() override;
   static void complete(OpRequest& op, const std::optional<Error>& error);
   void fail(const Error& error);
   std::string opLabel(const OpRequest& op, const std::string& algorithm) const;
@@ -127,6 +132,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   std::deque<OpRequest> queue_;
   std::atomic<size_t> queued_{0};  // queue_.size(), for the progress thread's spin
   bool progress_cold_ = true;      // the progress thread sleeps until notified (else it polls)
+  std::atomic<bool> unkicked_{false};  // an op was queued without waking the progress thread
   std::chrono::steady_clock::time_point last_push_{};
   bool stopping_ = false;
   bool close_pending_ = false;  // fail() ran: the progress thread must close the connections

@@ -27,17 +27,27 @@ constexpr auto kHotFor = std::chrono::milliseconds(20);
 
 }  // namespace
 
-void CommunicatorImpl::push(OpRequest op) {
+void CommunicatorImpl::push(OpRequest op, bool keeps_hot) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) throw Error(ErrorCode::InvalidArgument, "communicator is being destroyed");
-    op.enqueued = last_push_ = Clock::now();
+    op.enqueued = Clock::now();
+    if (keeps_hot) last_push_ = op.enqueued;
+    else unkicked_.store(true, std::memory_order_relaxed);
     queue_.push_back(std::move(op));
     queued_.fetch_add(1, std::memory_order_release);
-    wake = progress_cold_ || !config_.inline_ops;
+    wake = (progress_cold_ && keeps_hot) || !config_.inline_ops;
   }
   if (wake) queue_cv_.notify_one();
+}
+
+void CommunicatorImpl::kick() {
+  if (!unkicked_.exchange(false, std::memory_order_acq_rel)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // not between the progress thread's look and its wait
+  }
+  queue_cv_.notify_one();
 }
 
 // A group's members finish with the group.

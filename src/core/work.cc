@@ -13,10 +13,17 @@ void driveInline(detail::WorkState& state) {
   std::lock_guard<std::mutex> lock(state.link->mu);
   if (state.link->driver) state.link->driver->driveUntilDone(state);
 }
+// For a thread that will not drive: makes sure the progress thread runs the op.
+void kickProgress(detail::WorkState& state) {
+  if (state.finished.load(std::memory_order_acquire) || !state.link) return;
+  std::lock_guard<std::mutex> lock(state.link->mu);
+  if (state.link->driver) state.link->driver->kick();
+}
 }  // namespace
 
 bool Work::test() const {
   if (!state_) throw kInvalidWork;
+  kickProgress(*state_);
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->done;
 }
@@ -39,6 +46,7 @@ void Work::wait() const {
 
 bool Work::wait(std::chrono::milliseconds timeout) const {
   if (!state_) throw kInvalidWork;
+  kickProgress(*state_);
   std::unique_lock<std::mutex> lock(state_->mu);
   if (!state_->cv.wait_for(lock, timeout, [&] { return state_->done; })) return false;
   if (state_->error) throw *state_->error;
@@ -47,6 +55,7 @@ bool Work::wait(std::chrono::milliseconds timeout) const {
 
 std::optional<Error> Work::error() const {
   if (!state_) return std::nullopt;
+  kickProgress(*state_);
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->error;
 }

@@ -26,6 +26,9 @@ class OpDriver {
   // Runs queued ops in issue order in the calling thread until `work` is done or nothing is
   // queued. Returns false at once when another thread is running ops.
   virtual bool driveUntilDone(const WorkState& work) = 0;
+  // Someone polls or waits with a timeout instead of driving: the progress thread must run
+  // whatever was queued without waking it (CommunicatorImpl::push's keeps_hot).
+  virtual void kick() = 0;
 
  protected:
   ~OpDriver() = default;

@@ -54,6 +54,7 @@ struct SegmentHeader {
   uint64_t probe_address = 0;   // a word in the owner's memory holding probe_value: peers try
   uint64_t probe_value = 0;     // to read it with process_vm_readv to decide on CMA
   char wake_name[64] = {};      // the owner's wake socket (wake_socket.h), "" if none
+  uint64_t cpus[16] = {};       // the CPUs the owner may run on (sched_getaffinity; 1024 at most)
   // Rung by whoever made progress the owner may be waiting for.
   alignas(64) Doorbell doorbell;
   // Set once by the owner's abort(), reason first: its peers fail at once.

@@ -37,7 +37,7 @@ constexpr auto kSleepSlice = std::chrono::milliseconds(50);
 // µs with 10 µs of spinning and 4 yields (bench/transport_pingpong --ranks 4).
 constexpr auto kYieldPhase = std::chrono::microseconds(100);
 
-// Looks at the board before a waiting board op starts its clock (pause: 10-40 ns each).
+// Looks at the board between two reads of the clock (pause: about 10 ns each here).
 constexpr int kQuickLooks = 64;
 
 inline void cpuRelax() {
@@ -101,6 +101,7 @@ class ShmTransport : public Transport, public SmallOpBoard {
   void pause(Idle& idle, Clock::time_point now, Deadline until, Quiet quiet);
   bool quiet() { return !pollAll() && completions_.empty() && !aborted(); }
   void buildBoard();
+  void decideSpin();
   Status waitForBoard(uint64_t sequence, std::chrono::nanoseconds timeout, TagTest other_op);
   Status combineBoard(uint64_t sequence, const BoardCall& call);
   bool quickLook(uint64_t sequence);
@@ -160,6 +161,7 @@ Status ShmTransport::setUp(Deadline deadline) {
               "shared memory and sockets at once go in slices");
   buildConnections();
   buildBoard();
+  decideSpin();
   return Status::ok();
 }
 
@@ -186,6 +188,10 @@ Status ShmTransport::createOwn() {
   h->slot_bytes = geometry_.slot_bytes;
   h->nslots = geometry_.nslots;
   h->channel_stride = geometry_.channelStride();
+  cpu_set_t cpus;
+  if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0)
+    for (int c = 0; c < std::min<int>(CPU_SETSIZE, 1024); ++c)
+      if (CPU_ISSET(c, &cpus)) h->cpus[c / 64] |= uint64_t{1} << (c % 64);
   ProbeTarget probe = probeTarget();
   h->probe_address = probe.address;
   h->probe_value = probe.value;
@@ -334,6 +340,25 @@ void ShmTransport::checkPeers(Clock::time_point now) {
   for (ShmConnection* c : polled_) c->checkPeer(check_process);
 }
 
+// Where this host's ranks outnumber the cores they may run on together (the union of their
+// affinity masks: ranks bound one per core each see one core), a waiting rank yields at once
+// instead of spinning: the peer it waits for is likely descheduled behind it. 4 ranks on 2
+// cores, 8-byte all-reduce on the board: 4.5-8.7 us with 2 us of spinning, 2.6-4.7 without.
+void ShmTransport::decideSpin() {
+  if (!config_.shm_spin_auto || !own_) return;
+  int cores = 0;
+  for (int w = 0; w < 16; ++w) {
+    uint64_t word = own_.header()->cpus[w];
+    for (const Peer& p : peers_) word |= p.mapping.header()->cpus[w];
+    cores += __builtin_popcountll(word);
+  }
+  const size_t ranks = local_peers_.size() + 1;
+  if (cores == 0 || ranks <= static_cast<size_t>(cores)) return;
+  config_.shm_spin_us = 0;
+  COLL_INFO("SHM", "%zu ranks on this host, %d cores for them all: waiting ranks yield without spinning "
+            "(COLL_SHM_SPIN sets a spin)", ranks, cores);
+}
+
 // --- the small-op board (board.h) ---------------------------------------------------------
 
 // Only where every rank of the communicator is a local peer: the board has a cell per rank.
@@ -354,8 +379,14 @@ uint64_t ShmTransport::post(const BoardCall& call) {
 Status ShmTransport::finish(uint64_t ticket, const BoardCall& call, bool wait, std::chrono::nanoseconds timeout,
                             TagTest other_op, bool* done) {
   *done = false;
-  if (wait) COLL_RETURN_IF_ERROR(waitForBoard(ticket, timeout, other_op));
-  else if (!quickLook(ticket)) return Status::ok();
+  if (wait) {
+    COLL_RETURN_IF_ERROR(waitForBoard(ticket, timeout, other_op));
+  } else if (!quickLook(ticket)) {
+    // Peers asleep on this op may now have to wait for our finishing to be rung (combineBoard):
+    // ring them for our post instead, in case nobody finishes this op soon.
+    for (Peer& p : peers_) ring(p.mapping.header(), wake_.fd());
+    return Status::ok();
+  }
   *done = true;
   return combineBoard(ticket, call);
 }
@@ -377,13 +408,22 @@ Status ShmTransport::combineBoard(uint64_t sequence, const BoardCall& call) {
   return Status::ok();
 }
 
-// A peer that is on its way arrives within a few hundred ns: look before reading the clock.
-// Where ranks outnumber cores (no spinning), once: a late peer is likely descheduled.
+// A peer that is on its way arrives within a few hundred ns: look before reading the clock,
+// then keep looking for the spin budget (COLL_SHM_SPIN). Where ranks outnumber cores (no
+// spinning), once: a late peer is likely descheduled.
 bool ShmTransport::quickLook(uint64_t sequence) {
-  for (int i = 0; i < (config_.shm_spin_us > 0 ? kQuickLooks : 1); ++i) {
+  if (config_.shm_spin_us <= 0) return board_->allPosted(sequence);
+  for (int i = 0; i < kQuickLooks; ++i) {
     if (board_->allPosted(sequence)) return true;
     cpuRelax();
   }
+  const Clock::time_point until = Clock::now() + std::chrono::microseconds(config_.shm_spin_us);
+  do {
+    for (int i = 0; i < kQuickLooks; ++i) {
+      if (board_->allPosted(sequence)) return true;
+      cpuRelax();
+    }
+  } while (Clock::now() < until);
   return false;
 }
 
@@ -478,22 +518,6 @@ std::string segmentNameFor(const PeerDirectory& directory, int rank) {
 
 namespace {
 
-// Where this host's ranks outnumber the cores this process may run on, a waiting rank yields
-// at once instead of spinning: the peer it waits for is likely descheduled behind it. 4 ranks
-// on 2 cores, 8-byte all-reduce on the board: 4.5-8.7 us with 2 us of spinning, 2.6-4.7 us
-// without.
-Config withSpinPolicy(const Config& config, size_t local_ranks) {
-  Config c = config;
-  cpu_set_t cpus;
-  if (!c.shm_spin_auto || ::sched_getaffinity(0, sizeof cpus, &cpus) != 0) return c;
-  if (local_ranks > static_cast<size_t>(CPU_COUNT(&cpus))) {
-    c.shm_spin_us = 0;
-    COLL_INFO("SHM", "%zu ranks on this host, %d cores to run on: waiting ranks yield without spinning "
-              "(COLL_SHM_SPIN sets a spin)", local_ranks, CPU_COUNT(&cpus));
-  }
-  return c;
-}
-
 // See Config::shm_cma_auto: the slots, unless the user asked for CMA.
 Config withCmaPolicy(const Config& config, size_t local_ranks) {
   Config c = config;
@@ -508,8 +532,7 @@ Config withCmaPolicy(const Config& config, size_t local_ranks) {
 
 Status createTransport(const Config& config, const PeerDirectory& directory, const std::vector<int>& local_peers,
                        std::unique_ptr<Transport>* out) {
-  auto t = std::make_unique<ShmTransport>(withSpinPolicy(withCmaPolicy(config, local_peers.size() + 1),
-                                                         local_peers.size() + 1), directory, local_peers);
+  auto t = std::make_unique<ShmTransport>(withCmaPolicy(config, local_peers.size() + 1), directory, local_peers);
   COLL_RETURN_IF_ERROR(t->setUp(Clock::now() + config.timeout));
   *out = std::move(t);
   return Status::ok();
