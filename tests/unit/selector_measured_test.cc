@@ -1,10 +1,11 @@
 // The selector against what the simulated cluster measured: for each start-up logged in
 // docs/perf/selector_{2x2,4x2}.log as committed in 5b178d8 (netcluster at 1gbit,
 // bench/scripts/selector_table.sh, 2026-11-23, before socket polling), the topology its probe
-// agreed (tests/data/netcluster/*.json, figures copied from the log's TOPO lines) and the log's table of every algorithm forced at each size. The
-// cost model's choice on that topology must be within 10% of the fastest forced algorithm at
-// the sizes counted below: a model change that moves choices away from what was measured
-// fails here, offline, without the cluster.
+// agreed (tests/data/netcluster/*.json, figures copied from the log's TOPO lines) and the
+// log's table of every algorithm forced at each size. The cost model's choice on that
+// topology must be within 10% of the fastest forced algorithm at the sizes counted below: a
+// model change that moves choices away from what was measured fails here, offline, without
+// the cluster.
 #include <gtest/gtest.h>
 
 #include <algorithm>
