@@ -62,7 +62,7 @@ std::string topologyTable(const Topology& t) {
   out += linkLine("intra_host", t.intra, t.maxRanksPerHost() > 1);
   out += linkLine("inter_host", t.inter, t.numHosts() > 1);
   out += format("  %-11s       %9.1f us   %s\n", "loaded", t.loaded_step_s * 1e6,
-                t.loaded_step_s > 0 ? "every rank shifting 8 B round the ring at once" : "not measured");
+                t.loaded_step_s > 0 ? "a step of chained 8 B ring shifts, every rank at once" : "not measured");
   out += format("  %-11s gamma %8.2f GB/s   %s\n", "reduce", t.gamma_Bps / 1e9, t.gamma_source.c_str());
   return out;
 }

@@ -111,36 +111,37 @@ Status probeClass(const ProbeContext& ctx, const char* name, int a, int b, int w
   return Status::ok();
 }
 
-// One round of every rank sending 8 B to its right ring neighbour while receiving from its
-// left: a step as a collective takes it, with every rank of the job busy at once.
-algo::Schedule shiftSchedule(int rank, int n) {
-  algo::ScheduleBuilder b("probe", 2);
-  b.add({algo::StepKind::send, algo::BufferId::input, algo::ring::right(rank, n), 0, kSmall, 0, 0}, {0}, {});
-  b.add({algo::StepKind::recv, algo::BufferId::output, algo::ring::left(rank, n), 0, kSmall, 0, 0}, {}, {1});
-  return b.finish();
-}
-
-// The loaded step: each rank's median of kPingPongs ring-shift rounds, the largest agreed
-// through the store (rank 0 reads every rank's, the others one key: O(n) store requests).
-// An idle pair's ping-pong undercounts a collective's step wherever ranks share cores
-// or a host's link: on the simulated 4 x 2 cluster (8 ranks, 2 cores) a step costs 60-90 us
-// against an idle ping-pong of 7-28 us.
+// The loaded step, measured as an op pays it: kLoadedStepRuns runs of the chained schedule
+// (loadedStepSchedule), after one untimed run that lines the ranks up (they leave the store
+// exchanges before it up to milliseconds apart, and a chained run's first rank to start would
+// count the wait for the last; after a chained run they finish within about a step of each
+// other). Each rank's figure is loadedStepFromRuns of its timed runs; the largest is agreed
+// through the store (rank 0 reads every rank's, the others one key: O(n) store requests): an
+// op's step ends when its slowest participant's does, and in a chain the ranks' totals differ
+// only by where each started and finished waiting, so the largest is the op's duration.
+// The probe before timed 16 separate one-round ops (no reduction, no chaining: the median
+// round of each rank, the slowest rank's agreed): on the simulated cluster it gave 5.4-15.7 us
+// on 2 x 2 and 17.5-28.9 on 4 x 2 (docs/perf/selector_*_final.log; 12-54 in earlier runs)
+// where a ring all-reduce of 32-512 B took 13.5-14.4 and 27.8-31.0 us a step
+// (selector_measured_test.cc).
 Status probeLoadedStep(const ProbeContext& ctx, int nranks, double* seconds) {
-  std::vector<char> in(kSmall), out(kSmall);
-  std::vector<double> rounds(kPingPongs);
-  for (int r = 0; r < kPingPongs; ++r) {
+  const algo::Schedule schedule = loadedStepSchedule(ctx.rank, nranks, kLoadedStepRounds);
+  std::vector<float> buffer((kLoadedStepRounds + 1) * kSmall / sizeof(float));  // in place, zeros: sums stay 0
+  std::vector<double> runs;
+  for (int r = 0; r <= kLoadedStepRuns; ++r) {
     ExecContext ec;
-    ec.ops.push_back({in.data(), out.data(), (static_cast<uint64_t>(r) << 8) | kProbeShiftWireKind});
-    ec.type = DataType::u8;
+    ec.ops.push_back({buffer.data(), buffer.data(), (static_cast<uint64_t>(r) << 8) | kProbeShiftWireKind});
+    ec.type = DataType::f32;
+    ec.op = ReduceOp::sum;
     auto t0 = Clock::now();
-    Status st = ctx.run(shiftSchedule(ctx.rank, nranks), ec);
-    rounds[r] = secondsSince(t0);
+    Status st = ctx.run(schedule, ec);
+    if (r > 0) runs.push_back(secondsSince(t0));  // run 0 lines the ranks up
     if (!st) return Status(st.code(), format("link probe (ring shift): %s", st.message().c_str()), st.peer());
   }
-  std::nth_element(rounds.begin(), rounds.begin() + kPingPongs / 2, rounds.end());
   const std::string key = ctx.key_prefix + "topo/probe/loaded_step/";
-  COLL_RETURN_IF_ERROR(ctx.store->set(key + std::to_string(ctx.rank), format("%.9g", rounds[kPingPongs / 2]), ctx.deadline));
-  if (ctx.rank == 0) {  // the slowest rank's median sets the pace; rank 0 alone reads them all
+  COLL_RETURN_IF_ERROR(ctx.store->set(key + std::to_string(ctx.rank),
+                                      format("%.9g", loadedStepFromRuns(runs, kLoadedStepRounds)), ctx.deadline));
+  if (ctx.rank == 0) {  // the slowest rank's figure sets the pace; rank 0 alone reads them all
     double slowest = 0;
     for (int r = 0; r < nranks; ++r) {
       std::string value;
@@ -177,6 +178,35 @@ Status agreeGamma(const ProbeContext& ctx, Topology* topo) {
 
 }  // namespace
 
+// Round k sends region k (8 B) right and receives-and-reduces region k + 1 from the left;
+// round k + 1 sends region k + 1, so its send waits for round k's receive and reduction (the
+// builder's read-after-write hazard), as a ring all-reduce's step s + 1 sends the chunk step
+// s reduced. Every region and scratch slot is used once, so the receives have no
+// dependencies and are posted at once, as the ring's are.
+algo::Schedule loadedStepSchedule(int rank, int nranks, int rounds) {
+  algo::ScheduleBuilder b("probe-shift", static_cast<size_t>(rounds) + 1);
+  if (nranks < 2 || rounds < 1) return b.finish();
+  const int right = algo::ring::right(rank, nranks), left = algo::ring::left(rank, nranks);
+  for (int k = 0; k < rounds; ++k) {
+    const auto region = static_cast<size_t>(k);
+    const auto phase = static_cast<uint32_t>(k);
+    b.add({algo::StepKind::send, algo::BufferId::output, right, region * kSmall, kSmall, 0, phase}, {region}, {});
+    b.add({algo::StepKind::recvReduce, algo::BufferId::output, left, (region + 1) * kSmall, kSmall, region * kSmall,
+           phase},
+          {region + 1}, {region + 1});
+  }
+  b.setScratchBytes(static_cast<size_t>(rounds) * kSmall);
+  b.setNumPhases(static_cast<uint32_t>(rounds));
+  return b.finish();
+}
+
+double loadedStepFromRuns(std::vector<double> run_seconds, int rounds) {
+  if (run_seconds.empty() || rounds < 1) return 0;
+  const size_t mid = run_seconds.size() / 2;
+  std::nth_element(run_seconds.begin(), run_seconds.begin() + static_cast<std::ptrdiff_t>(mid), run_seconds.end());
+  return run_seconds[mid] / rounds;
+}
+
 double measureReduceBandwidth() {
   std::vector<float> dst(kLarge / sizeof(float), 1.0f), src(kLarge / sizeof(float), 2.0f);
   double best = 0;
@@ -202,7 +232,8 @@ Status probeLinks(const ProbeContext& ctx, Topology* topo) {
   // Kept apart from the idle α (the cost model charges the excess per message of the job, not
   // per step): the ring crosses hosts where there are several, so it is the inter-host class's.
   COLL_RETURN_IF_ERROR(probeLoadedStep(ctx, topo->nranks, &topo->loaded_step_s));
-  COLL_INFO("TOPO", "loaded step (every rank shifting 8 B round the ring): %.1f us", topo->loaded_step_s * 1e6);
+  COLL_INFO("TOPO", "loaded step (%d chained ring-shift rounds of 8 B, every rank at once): %.1f us",
+            kLoadedStepRounds, topo->loaded_step_s * 1e6);
   COLL_RETURN_IF_ERROR(agreeGamma(ctx, topo));
   COLL_INFO("TOPO", "probe took %.1f ms; gamma %.2f GB/s", secondsSince(t0) * 1e3, topo->gamma_Bps / 1e9);
   return Status::ok();

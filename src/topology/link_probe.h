@@ -9,13 +9,16 @@
 // included) and two 2 MiB transfers answered by 8 B (β = 2 MiB / (best time - 2α)). It
 // publishes the figures in the store and every rank reads the same ones: the values are
 // agreed. γ is the reduction kernel's speed (f32 sum of 2 MiB, best of 3) on the first rank of
-// each host; all ranks take the minimum. Then every rank shifts 8 B round the ring 16 times
-// (the loaded step, Topology::loaded_step_s): kept apart from the idle α, it tells the cost
-// model what each message of a collective costs when ranks outnumber cores. On a 1 Gbit/s link
-// the probe takes about 40 ms, on one host about 1 ms.
+// each host; all ranks take the minimum. Then every rank runs one op of 16 chained ring-shift
+// rounds (8 B to the right, reduced on arrival, then passed on), a warm-up and 3 timed: the
+// loaded step (Topology::loaded_step_s) is the median run / 16, the slowest rank's agreed.
+// Kept apart from the idle α, it tells the cost model what each step of a collective costs
+// with every rank busy (ranks outnumbering cores, a shared host link). On a 1 Gbit/s link the
+// probe takes about 40 ms, on one host about 1 ms.
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "bootstrap/store.h"
 #include "core/executor.h"
@@ -42,6 +45,19 @@ struct ProbeContext {
 // classes present (the others keep their defaults) and topo->loaded_step_s, and logs them at
 // INFO (TOPO).
 Status probeLinks(const ProbeContext& ctx, Topology* topo);
+
+// The loaded step's op, one rank's schedule: `rounds` ring-shift rounds of 8 B each, round k
+// sending (from the in-place buffer's bytes [8k, 8k + 8)) what round k - 1 received and
+// reduced (f32 sum into [8k, 8k + 8)), so each round's send waits for the previous round's
+// receive: 2 x rounds steps, a send to the right and a recvReduce from the left per round.
+// Empty when nranks < 2. The buffer is (rounds + 1) x 8 B, the scratch rounds x 8 B.
+constexpr int kLoadedStepRounds = 16;
+constexpr int kLoadedStepRuns = 3;  // timed runs, after one untimed
+algo::Schedule loadedStepSchedule(int rank, int nranks, int rounds);
+
+// One rank's loaded step from its timed runs of that op: the median run (the upper middle of
+// an even count) divided by rounds; 0 without runs.
+double loadedStepFromRuns(std::vector<double> run_seconds, int rounds);
 
 // γ of this machine's reduction kernel (bytes of f32 output per second), best of 3 on 2 MiB.
 double measureReduceBandwidth();

@@ -32,11 +32,14 @@ struct Topology {
   LinkParams inter;                             // between hosts
   double gamma_Bps = 0;                         // reduction kernel: bytes of output per second
   std::string gamma_source;
-  // The loaded step (link_probe.cc): one round of every rank sending 8 B to its ring
-  // neighbour at once, measured on the inter-host class where there are several hosts, else
-  // the intra-host one. Kept apart from that class's idle α: where it exceeds it, ranks share
-  // cores and the job's message count costs time (cost_model.cc). 0: unknown (a topology file
-  // from before it was kept, COLL_PROBE=0), no contention.
+  // The loaded step (link_probe.cc): one step of an op with every rank busy, timed as one op
+  // of 16 chained ring-shift rounds (each rank sends 8 B right, receives and reduces 8 B from
+  // the left, and sends that on in the next round), per round; the ring crosses hosts where
+  // there are several. Kept apart from the idle α: where it exceeds it, ranks share cores and
+  // the job's message count costs time (cost_model.cc). Files probed before the rounds were
+  // chained (tests/data/netcluster/*.json) hold the older figure, the median of 16 separate
+  // one-round ops, which came out lower and more scattered. 0: unknown (a topology file from
+  // before it was kept, COLL_PROBE=0), no contention.
   double loaded_step_s = 0;
 
   int numHosts() const { return static_cast<int>(ranks_of_host.size()); }
