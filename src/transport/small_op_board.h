@@ -1,10 +1,11 @@
-// A one-host shortcut for small all-reduces (and barriers), beside the message path: every
-// rank posts its operand where all its peers can read it, then reads all of theirs and
-// combines them itself. One step instead of log2(n), no slots, tags or matching, and nothing
+// A one-host shortcut for small all-reduces, barriers and broadcasts, beside the message path:
+// every rank posts its operand where all its peers can read it (a broadcast's non-roots post
+// only that they arrived), then reads all of theirs and combines them (or copies the root's)
+// itself. One step instead of log2(n), no slots, tags or matching, and nothing
 // to send back: what Open MPI's and MPICH's shared-memory collectives do for small buffers.
 // A transport offers one where every rank of the communicator shares its memory
-// (transport/shm/board.h); the communicator uses it for all-reduces of at most capacity()
-// bytes (COLL_SHM_BOARD_BYTES) unless COLL_ALGO forces an algorithm there.
+// (transport/shm/board.h); the communicator uses it for these ops of at most capacity() bytes
+// (COLL_SHM_BOARD_BYTES) unless COLL_ALGO forces an algorithm there.
 #pragma once
 
 #include <chrono>
@@ -17,15 +18,17 @@
 
 namespace coll::transport {
 
-// One board all-reduce: out = in(rank 0) op in(rank 1) op ... in rank order, so every rank's
-// result is bitwise the same; avg divides at the end. in may equal out;
-// 0 < count * size of type <= capacity().
+// One board op. An all-reduce (root < 0): out = in(rank 0) op in(rank 1) op ... in rank
+// order, so every rank's result is bitwise the same; avg divides at the end. A broadcast
+// (root >= 0): out = the root's in (op unused; other ranks' in unread, may be null). in may
+// equal out; 0 < count * size of type <= capacity().
 struct BoardCall {
   const void* in = nullptr;
   void* out = nullptr;
   size_t count = 0;
   DataType type = DataType::f32;
   ReduceOp op = ReduceOp::sum;
+  int root = -1;
 };
 
 class SmallOpBoard {

@@ -323,6 +323,17 @@ TEST(Mismatch, DifferentCountsOnTheBoard) {
   expectMismatchCaught(outcomes, start_ns, "allreduce #0");
 }
 
+// A small broadcast goes by the board too: the ranks name different roots.
+TEST(Mismatch, DifferentRootsOnTheBoard) {
+  int64_t start_ns = nowNs();
+  auto outcomes = runRanks(2, [](Communicator& comm, Rank& self) {
+    mismatchBody(comm, self, [&](Communicator& c, std::vector<char>& buf) {
+      return c.broadcast(buf.data(), buf.data(), 100, DataType::f32, self.rank);
+    });
+  });
+  expectMismatchCaught(outcomes, start_ns, "broadcast #0");
+}
+
 TEST(Mismatch, DifferentTypes) {
   int64_t start_ns = nowNs();
   auto outcomes = runRanks(2, [](Communicator& comm, Rank& self) {

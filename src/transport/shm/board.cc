@@ -9,19 +9,24 @@ namespace coll::transport::shm {
 
 Board::Board(int rank, std::vector<BoardCell*> cells) : rank_(rank), cells_(std::move(cells)) {}
 
-uint64_t Board::fingerprint(size_t count, DataType type, ReduceOp op) {
-  return (static_cast<uint64_t>(count) << 16) | (static_cast<uint64_t>(type) << 8) | static_cast<uint64_t>(op);
+// count (< 2^24: the board holds 4 KiB) | root + 1 (< 2^24) | type | op (0 for a broadcast).
+uint64_t Board::fingerprint(size_t count, DataType type, ReduceOp op, int root) {
+  const uint64_t reduce_op = root < 0 ? static_cast<uint64_t>(op) : 0;
+  return (static_cast<uint64_t>(count) << 40) | (static_cast<uint64_t>(root + 1) << 16) |
+         (static_cast<uint64_t>(type) << 8) | reduce_op;
 }
 
 std::string Board::describe(uint64_t fingerprint) {
+  auto count = static_cast<unsigned long long>(fingerprint >> 40);
   auto type = static_cast<DataType>((fingerprint >> 8) & 0xff);
-  auto op = static_cast<ReduceOp>(fingerprint & 0xff);
-  return format("%llu x %s %s", static_cast<unsigned long long>(fingerprint >> 16), toString(type), toString(op));
+  const int root = static_cast<int>((fingerprint >> 16) & 0xffffff) - 1;
+  if (root >= 0) return format("a broadcast of %llu x %s from root %d", count, toString(type), root);
+  return format("an all-reduce of %llu x %s %s", count, toString(type), toString(static_cast<ReduceOp>(fingerprint & 0xff)));
 }
 
 void Board::post(uint64_t sequence, uint64_t fingerprint, const void* data, size_t bytes) {
   BoardCell& mine = cell(rank_, sequence);
-  std::memcpy(mine.data, data, bytes);
+  if (bytes > 0) std::memcpy(mine.data, data, bytes);  // a broadcast's non-roots may have no buffer
   mine.fingerprint = fingerprint;
   mine.sequence.store(sequence, std::memory_order_release);
 }
@@ -55,6 +60,10 @@ void Board::combine(uint64_t sequence, void* out, size_t count, DataType type, R
   }
   reduce::reduce(out, cell(0, sequence).data, cell(1, sequence).data, count, type, op);
   for (int r = 2; r < size(); ++r) reduce::reduceInto(out, cell(r, sequence).data, count, type, op);
+}
+
+void Board::copyFrom(uint64_t sequence, int rank, void* out, size_t bytes) const {
+  std::memcpy(out, cell(rank, sequence).data, bytes);
 }
 
 }  // namespace coll::transport::shm

@@ -22,9 +22,9 @@ class Board {
   // cells[r]: rank r's two cells, this rank's own among them (mapped from every segment).
   Board(int rank, std::vector<BoardCell*> cells);
 
-  // What every rank's call must agree on: count, type and op, packed.
-  static uint64_t fingerprint(size_t count, DataType type, ReduceOp op);
-  static std::string describe(uint64_t fingerprint);  // "4 x f32 sum"
+  // What every rank's call must agree on: count, type, op and root (-1: all-reduce), packed.
+  static uint64_t fingerprint(size_t count, DataType type, ReduceOp op, int root);
+  static std::string describe(uint64_t fingerprint);  // "4 x f32 sum", "4 x f32 from root 2"
 
   void post(uint64_t sequence, uint64_t fingerprint, const void* data, size_t bytes);
   // True once every rank has posted op `sequence`.
@@ -37,6 +37,7 @@ class Board {
   uint64_t fingerprintOf(int rank, uint64_t sequence) const { return cell(rank, sequence).fingerprint; }
   // out = operand(0) op operand(1) op ... in rank order (avg as sum: the caller divides).
   void combine(uint64_t sequence, void* out, size_t count, DataType type, ReduceOp op) const;
+  void copyFrom(uint64_t sequence, int rank, void* out, size_t bytes) const;
 
   int size() const { return static_cast<int>(cells_.size()); }
 

@@ -372,7 +372,9 @@ void ShmTransport::buildBoard() {
 
 uint64_t ShmTransport::post(const BoardCall& call) {
   const uint64_t sequence = ++board_ops_;
-  board_->post(sequence, Board::fingerprint(call.count, call.type, call.op), call.in, call.count * sizeOf(call.type));
+  const bool has_data = call.root < 0 || call.root == dir_.rank;  // a broadcast's others only arrive
+  board_->post(sequence, Board::fingerprint(call.count, call.type, call.op, call.root), call.in,
+               has_data ? call.count * sizeOf(call.type) : 0);
   return sequence;
 }
 
@@ -392,14 +394,18 @@ Status ShmTransport::finish(uint64_t ticket, const BoardCall& call, bool wait, s
 }
 
 Status ShmTransport::combineBoard(uint64_t sequence, const BoardCall& call) {
-  const uint64_t fingerprint = Board::fingerprint(call.count, call.type, call.op);
+  const uint64_t fingerprint = Board::fingerprint(call.count, call.type, call.op, call.root);
   int other = board_->disagreeing(sequence, fingerprint);
   if (other >= 0)
     return mismatchError(format("rank %d posted %s on the shared-memory board, rank %d %s", other,
                                 Board::describe(board_->fingerprintOf(other, sequence)).c_str(), dir_.rank,
                                 Board::describe(fingerprint).c_str()), other);
-  board_->combine(sequence, call.out, call.count, call.type, call.op);
-  if (call.op == ReduceOp::avg) reduce::divideBy(call.out, call.count, call.type, dir_.size);
+  if (call.root >= 0) {
+    board_->copyFrom(sequence, call.root, call.out, call.count * sizeOf(call.type));
+  } else {
+    board_->combine(sequence, call.out, call.count, call.type, call.op);
+    if (call.op == ReduceOp::avg) reduce::divideBy(call.out, call.count, call.type, dir_.size);
+  }
   // Peers asleep on this op are woken now rather than right after posting: whoever posts last
   // sees every post at once and gets here, and by now our post has left the store buffer, so
   // the doorbell's fence costs nothing (doorbell.h: the sleeper looks again after announcing
@@ -459,9 +465,8 @@ Status ShmTransport::boardPeersStatus(uint64_t sequence, Clock::time_point now, 
     uint64_t tag = 0;
     if (conn->unreadTag(&tag) && other_op(tag) && !board_->posted(rank, sequence))
       return mismatchError(format("peer %d sent rank %d a message of another collective instead of posting board op "
-                                  "%llu (an all-reduce of at most %s): the ranks disagree about the call",
-                                  rank, dir_.rank, static_cast<unsigned long long>(sequence),
-                                  formatBytes(capacity()).c_str()), rank);
+                                  "%llu: the ranks disagree about the call (one of them took the message path for it)",
+                                  rank, dir_.rank, static_cast<unsigned long long>(sequence)), rank);
   }
   return Status::ok();
 }
