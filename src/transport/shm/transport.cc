@@ -419,18 +419,16 @@ Status ShmTransport::combineBoard(uint64_t sequence, const BoardCall& call) {
 // spinning), once: a late peer is likely descheduled.
 bool ShmTransport::quickLook(uint64_t sequence) {
   if (config_.shm_spin_us <= 0) return board_->allPosted(sequence);
-  for (int i = 0; i < kQuickLooks; ++i) {
-    if (board_->allPosted(sequence)) return true;
-    cpuRelax();
-  }
-  const Clock::time_point until = Clock::now() + std::chrono::microseconds(config_.shm_spin_us);
-  do {
+  Clock::time_point until{};  // set after the first batch of looks
+  for (;;) {
     for (int i = 0; i < kQuickLooks; ++i) {
       if (board_->allPosted(sequence)) return true;
       cpuRelax();
     }
-  } while (Clock::now() < until);
-  return false;
+    const Clock::time_point now = Clock::now();
+    if (until == Clock::time_point{}) until = now + std::chrono::microseconds(config_.shm_spin_us);
+    else if (now >= until) return false;
+  }
 }
 
 // Waits like progress(): spin, yield, then sleep on our doorbell, which peers ring after posting.
