@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/pair_allreduce.h"
 #include "algorithms/patterns/ring.h"
 #include "algorithms/sliced_chunks.h"
 
@@ -61,8 +62,12 @@ Schedule buildDirectAllreduce(const BuildParams& p) {
     if (!p.in_place) b.addWritingAll({StepKind::copy, BufferId::input, -1, 0, p.count * p.elem_size});
     return b.finish();
   }
-  addReduceScatter(p, sl, b);
-  addAllGather(p, sl, b);
+  if (p.nranks == 2) {
+    addPairAllreduce(p, sl, b);
+  } else {
+    addReduceScatter(p, sl, b);
+    addAllGather(p, sl, b);
+  }
   return b.finish();
 }
 

@@ -1,5 +1,6 @@
 #include "algorithms/ring_allreduce.h"
 
+#include "algorithms/pair_allreduce.h"
 #include "algorithms/ring_phases.h"
 
 namespace coll::algo {
@@ -12,6 +13,10 @@ Schedule buildRingAllreduce(const BuildParams& p) {
   if (p.count == 0) return b.finish();
   if (n == 1) {
     if (!p.in_place) b.addWritingAll({StepKind::copy, BufferId::input, -1, 0, p.count * p.elem_size});
+    return b.finish();
+  }
+  if (n == 2) {  // one exchange each way: the pair's own message order
+    addPairAllreduce(p, sc, b);
     return b.finish();
   }
   // Out of place, nothing is copied up front: step 0 sends the rank's own chunk straight from

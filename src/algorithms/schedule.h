@@ -38,6 +38,10 @@ struct Step {
   // the same expression (min and max are not bitwise commutative on -0 and NaN).
   int32_t reduce_after = -1;
   bool received_first = false;
+  // send only: the recvReduce (same peer, same bytes) whose result this sends, with no other
+  // step between them touching those bytes. A transport may then send each part of the
+  // result as it is combined, while it is in cache (Connection::postRecvReduceForward).
+  int32_t forwards = -1;
 };
 
 // Rules the builders follow and the executor relies on:

@@ -156,6 +156,8 @@ class Executor {
       case StepKind::send: conn->postSend(address(step.source, step, step.offset), step.bytes, tag, i); break;
       case StepKind::recv: conn->postRecv(address(algo::BufferId::output, step, step.offset), step.bytes, tag, i); break;
       case StepKind::recvReduce:
+        COLL_RETURN_IF_ERROR(postWithForward(i, conn, &st_.fused[i]));
+        if (st_.fused[i]) break;
         st_.fused[i] = step.reduce_after < 0 && conn->postRecvReduce(address(algo::BufferId::output, step, step.offset),
                                          address(step.source, step, step.offset), step.bytes, tag, i, ctx_.type,
                                          ctx_.op);
@@ -172,6 +174,27 @@ class Executor {
         finish(i);
         break;
     }
+    return Status::ok();
+  }
+
+  // A recvReduce whose result goes back to the same peer (Step::forwards) is posted together
+  // with that send where the send is next in its lane once the sends before it are posted,
+  // and waits for nothing but this receive.
+  Status postWithForward(uint32_t i, transport::Connection* conn, uint8_t* posted) {
+    const Step& step = s_.steps[i];
+    const int32_t f = plan_.forward_send[i];
+    *posted = 0;
+    if (f < 0 || step.reduce_after >= 0 || st_.waiting[f] != 1) return Status::ok();
+    const uint32_t lane = plan_.step_lane[f];
+    bool progressed = false;
+    COLL_RETURN_IF_ERROR(postHeads(lane, &progressed));
+    size_t& next = st_.lane_next[lane];
+    if (next >= plan_.lanes[lane].steps.size() || plan_.lanes[lane].steps[next] != static_cast<uint32_t>(f))
+      return Status::ok();
+    *posted = conn->postRecvReduceForward(address(algo::BufferId::output, step, step.offset),
+                                          address(step.source, step, step.offset), step.bytes,
+                                          ctx_.ops[step.op_index].tag, i, static_cast<uint64_t>(f), ctx_.type, ctx_.op);
+    if (*posted) ++next;
     return Status::ok();
   }
 
@@ -251,6 +274,8 @@ ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
   const size_t n = schedule.steps.size();
   plan.dep_count.resize(n);
   plan.reduce_waiter.assign(n, -1);
+  plan.forward_send.assign(n, -1);
+  plan.step_lane.assign(n, 0);
   plan.dependent_begin.assign(n + 1, 0);
   for (const Step& step : schedule.steps)
     for (uint32_t d : step.deps) ++plan.dependent_begin[d + 1];
@@ -277,6 +302,14 @@ ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
     size_t lane = lane_of[key];
     if (plan.lanes[lane].steps.empty() && step.peer >= 0) plan.connect_order.push_back(static_cast<uint32_t>(lane));
     plan.lanes[lane].steps.push_back(i);
+    plan.step_lane[i] = static_cast<uint32_t>(lane);
+    const int32_t from = step.forwards;
+    if (step.kind == StepKind::send && from >= 0 && static_cast<uint32_t>(from) < i &&
+        schedule.steps[from].kind == StepKind::recvReduce && schedule.steps[from].peer == step.peer &&
+        schedule.steps[from].bytes == step.bytes && schedule.steps[from].offset == step.offset &&
+        schedule.steps[from].op_index == step.op_index && step.source == algo::BufferId::output &&
+        std::find(step.deps.begin(), step.deps.end(), static_cast<uint32_t>(from)) != step.deps.end())
+      plan.forward_send[from] = static_cast<int32_t>(i);
   }
   return plan;
 }

@@ -54,6 +54,16 @@ class Connection {
                               uint64_t /*cookie*/, DataType /*type*/, ReduceOp /*op*/) {
     return false;
   }
+  // postRecvReduce, then a send of the combined bytes (data[0, bytes)) back to the same peer,
+  // queued behind the sends posted before it (send_cookie completes it). The transport may
+  // send each part of the result as soon as it is combined, while it is in cache, instead of
+  // reading it back from data once the receive finished. Returns false, having posted
+  // nothing, where this connection cannot; the caller then posts the two separately.
+  virtual bool postRecvReduceForward(void* /*data*/, const void* /*operand*/, size_t /*bytes*/, uint64_t /*tag*/,
+                                     uint64_t /*recv_cookie*/, uint64_t /*send_cookie*/, DataType /*type*/,
+                                     ReduceOp /*op*/) {
+    return false;
+  }
 
   // A hint for the receives posted from now on: they land in an op's buffers that are far
   // larger than the caches, and nothing reads them again soon. A transport that copies into

@@ -230,6 +230,72 @@ TEST_P(ConnectionConformance, StreamingReceivesLandTheSameBytes) {
   }));
 }
 
+// postRecvReduceForward as the two-rank all-reduce uses it: each rank sends the peer its part
+// of the peer's half, combines the peer's part of its own half and sends that result back,
+// three slices posted at once. Sizes from one element to more than a ring holds (a shm
+// forward then finds no free slot and sends that part from the output later), streaming or
+// not, in place or not. A connection that cannot forward says so, and the rank then receives,
+// combines and sends the result itself.
+TEST_P(ConnectionConformance, RecvReduceForwardSendsTheResultBack) {
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    const int me = ep.self.rank, peer = 1 - me;
+    Connection* conn = ep.conns[peer];
+    auto part = [](int rank, int half, size_t slice, size_t i) {
+      return static_cast<float>((rank + 1) * 1000 + half * 100 + slice * 10 + i % 997);
+    };
+    uint64_t tag = 700;
+    for (size_t count : {size_t{1}, size_t{1027}, (size_t{1} << 18) + 3, size_t{3} << 20}) {
+      for (bool in_place : {false, true}) {
+        for (bool stream : {false, true}) {
+          ++tag;
+          const size_t slices = 3, bytes = count * sizeof(float);
+          std::vector<std::vector<float>> theirs(slices), mine(slices), out(slices), back(slices);
+          for (size_t j = 0; j < slices; ++j) {
+            for (size_t i = 0; i < count; ++i) theirs[j].push_back(part(me, peer, j, i)), mine[j].push_back(part(me, me, j, i));
+            out[j].assign(count, -1.0f);
+            back[j].assign(count, -1.0f);
+          }
+          conn->setStreamingReceives(stream);
+          uint64_t cookie = 0;
+          size_t outstanding = 0;
+          for (size_t j = 0; j < slices; ++j) {
+            float* result = in_place ? mine[j].data() : out[j].data();
+            conn->postSend(theirs[j].data(), bytes, tag, cookie++);
+            ++outstanding;
+            if (conn->postRecvReduceForward(result, mine[j].data(), bytes, tag, cookie, cookie + 1, DataType::f32,
+                                            ReduceOp::sum)) {
+              outstanding += 2;
+            } else {
+              std::vector<float> received(count);
+              conn->postRecv(received.data(), bytes, tag, cookie);
+              expectOk(ep.wait(outstanding + 1), "receive to combine");
+              for (size_t i = 0; i < count; ++i) result[i] = mine[j][i] + received[i];
+              conn->postSend(result, bytes, tag, cookie + 1);
+              outstanding = 1;
+            }
+            cookie += 2;
+            conn->postRecv(back[j].data(), bytes, tag, cookie++);
+            ++outstanding;
+          }
+          expectOk(ep.wait(outstanding), "forwarding exchange");
+          conn->setStreamingReceives(false);
+          for (size_t j = 0; j < slices; ++j) {
+            const float* result = in_place ? mine[j].data() : out[j].data();
+            for (size_t i = 0; i < count; ++i) {
+              float want = part(me, me, j, i) + part(peer, me, j, i), want_back = part(peer, peer, j, i) + part(me, peer, j, i);
+              RANK_CHECK(result[i] == want && back[j][i] == want_back,
+                         "count %zu (%s, %s) slice %zu element %zu: result %g (expected %g), the peer's %g (expected %g)",
+                         count, in_place ? "in place" : "out of place", stream ? "streaming" : "cached", j, i, result[i],
+                         want, back[j][i], want_back);
+              if (result[i] != want || back[j][i] != want_back) return;
+            }
+          }
+        }
+      }
+    }
+  }));
+}
+
 TEST_P(ConnectionConformance, TagMismatch) {
   expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
     std::vector<uint8_t> buf = recvBuffer(64);

@@ -3,6 +3,7 @@
 // interpreter (schedule_interpreter.h) against each collective's reference semantics.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -303,6 +304,36 @@ TEST_P(Schedules, StaticShape) {
         if (st.kind == StepKind::recv) recv_bytes += st.bytes;
       EXPECT_EQ(recv_bytes, r == c.root ? 0 : count * c.elem_size) << "each non-root receives the buffer once";
     }
+}
+
+// Two ranks (ring and direct alike): the sends alternate between the peer's slices and our
+// results, each result right after the recvReduce that produced it and marked as its forward;
+// with avg the division comes between them, so nothing is forwarded.
+TEST(PairAllreduce, SendsAlternateAndEachResultForwardsItsReduction) {
+  for (bool average : {false, true}) {
+    SimConfig c;
+    c.n = 2, c.count = 5 * 256 + 3, c.slice_bytes = 1024, c.in_place = false, c.average = average;
+    for (int r = 0; r < 2; ++r) {
+      Schedule s = buildRingAllreduce(c.params(r));
+      std::vector<const Step*> sends;
+      size_t forwards = 0;
+      for (size_t i = 0; i < s.steps.size(); ++i) {
+        const Step& st = s.steps[i];
+        if (st.kind == StepKind::send) sends.push_back(&st);
+        if (st.forwards < 0) continue;
+        ++forwards;
+        const Step& from = s.steps[st.forwards];
+        EXPECT_EQ(from.kind, StepKind::recvReduce);
+        EXPECT_EQ(from.offset, st.offset);
+        EXPECT_EQ(from.bytes, st.bytes);
+        EXPECT_NE(std::find(st.deps.begin(), st.deps.end(), static_cast<uint32_t>(st.forwards)), st.deps.end());
+      }
+      EXPECT_EQ(forwards, average ? 0u : 3u) << "rank " << r << ": its 3 slices";
+      ASSERT_EQ(sends.size(), 6u);
+      for (size_t k = 0; k < sends.size(); ++k)
+        EXPECT_EQ(sends[k]->source == BufferId::output, k % 2 == 1) << "rank " << r << " send " << k;
+    }
+  }
 }
 
 // Every algorithm in the catalogue, under both completion modes and several shapes.

@@ -54,7 +54,7 @@ void ShmConnection::complete(uint64_t cookie, Status status) {
 void ShmConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
   if (!failure_.isOk()) return complete(cookie, failure_);
   bool cma = cma_send_ && bytes >= e_.cma_threshold;
-  sends_.push_back(SendRequest{static_cast<const uint8_t*>(data), bytes, tag, cookie, cma});
+  sends_.push_back(SendRequest{static_cast<const uint8_t*>(data), bytes, tag, cookie, cma, bytes});
   if (sends_.size() == 1) pushSends();
 }
 
@@ -69,6 +69,26 @@ bool ShmConnection::postRecvReduce(void* data, const void* operand, size_t bytes
   r.type = type;
   r.op = op;
   r.stream = streaming_receives_;
+  recvs_.push_back(r);
+  if (recvs_.size() == 1) pullRecvs();
+  return true;
+}
+
+bool ShmConnection::postRecvReduceForward(void* data, const void* operand, size_t bytes, uint64_t tag,
+                                          uint64_t recv_cookie, uint64_t send_cookie, DataType type, ReduceOp op) {
+  if (bytes == 0 || (cma_send_ && bytes >= e_.cma_threshold)) return false;  // CMA sends are read from data
+  if (!failure_.isOk()) {
+    complete(recv_cookie, failure_);
+    complete(send_cookie, failure_);
+    return true;
+  }
+  sends_.push_back(SendRequest{static_cast<const uint8_t*>(data), bytes, tag, send_cookie, false, 0});
+  RecvRequest r{static_cast<uint8_t*>(data), bytes, tag, recv_cookie};
+  r.operand = static_cast<const uint8_t*>(operand);
+  r.type = type;
+  r.op = op;
+  r.stream = streaming_receives_;
+  r.forward = &sends_.back();  // deque elements stay where they are while others come and go
   recvs_.push_back(r);
   if (recvs_.size() == 1) pullRecvs();
   return true;
@@ -94,18 +114,26 @@ bool ShmConnection::poll() {
 
 bool ShmConnection::pushSends() {
   bool moved = false;
-  const Ring& out = e_.outbound;
   while (!sends_.empty() && failure_.isOk()) {
-    if (head_ - tail_seen_ >= out.nslots) {
-      tail_seen_ = out.control->tail.load(kAcquire);
-      if (head_ - tail_seen_ >= out.nslots) break;  // full: the peer rings us when it frees one
-    }
+    const SendRequest& s = sends_.front();
+    if (s.offset == s.ready && s.offset < s.bytes) break;  // a forward whose receive has not combined more
+    if (outboundFull()) break;  // the peer rings us when it frees a slot
     if (writeSlot(sends_.front())) sends_.pop_front();
-    out.control->head.store(++head_, kRelease);
-    ring(e_.peer_header, e_.wake_sender);
+    publishSlot();
     moved = true;
   }
   return moved;
+}
+
+bool ShmConnection::outboundFull() {
+  if (head_ - tail_seen_ < e_.outbound.nslots) return false;
+  tail_seen_ = e_.outbound.control->tail.load(kAcquire);
+  return head_ - tail_seen_ >= e_.outbound.nslots;
+}
+
+void ShmConnection::publishSlot() {
+  e_.outbound.control->head.store(++head_, kRelease);
+  ring(e_.peer_header, e_.wake_sender);
 }
 
 bool ShmConnection::writeSlot(SendRequest& s) {
@@ -120,7 +148,7 @@ bool ShmConnection::writeSlot(SendRequest& s) {
     cma_waiting_.push_back(s);
     return true;
   }
-  h.length = std::min<uint64_t>(s.bytes - s.offset, e_.outbound.payloadBytes());
+  h.length = std::min<uint64_t>(s.ready - s.offset, e_.outbound.payloadBytes());
   std::memcpy(slot + kSlotHeaderBytes, s.data + s.offset, h.length);
   std::memcpy(slot, &h, sizeof h);
   s.offset += h.length;
@@ -186,13 +214,18 @@ bool ShmConnection::readSlot(const SlotHeader& h, RecvRequest& r) {
     fail(transportError(format("%s wrote a slot that splits an element", peerName().c_str()), e_.peer));
     return false;
   }
-  land(r, e_.inbound.slot(tail_) + kSlotHeaderBytes, h.length);
-  r.offset += h.length;
-  if (r.offset == r.bytes) {
-    complete(r.cookie, Status::ok());
-    recvs_.pop_front();
-  }
+  const uint8_t* payload = e_.inbound.slot(tail_) + kSlotHeaderBytes;
+  if (!r.forward || !combineIntoOutbound(r, payload, h.length)) land(r, payload, h.length);
+  received(r, h.length);
   return true;
+}
+
+void ShmConnection::received(RecvRequest& r, size_t n) {
+  r.offset += n;
+  if (r.forward) r.forward->ready = r.offset;
+  if (r.offset < r.bytes) return;
+  complete(r.cookie, Status::ok());
+  recvs_.pop_front();
 }
 
 void ShmConnection::land(RecvRequest& r, const uint8_t* bytes, size_t n) {
@@ -219,6 +252,32 @@ void ShmConnection::landStreaming(RecvRequest& r, const uint8_t* bytes, size_t n
   }
 }
 
+// The forward is next in line with nothing of it left behind (what is, goes first), and a
+// slot is free: combine into the slot, copy the result from there (in L1) to data, and hand
+// the slot over. Slots hold whole elements, so the part fits one whatever the peer's geometry.
+bool ShmConnection::combineIntoOutbound(RecvRequest& r, const uint8_t* bytes, size_t n) {
+  pushSends();
+  SendRequest& s = *r.forward;
+  if (sends_.empty() || &sends_.front() != &s || s.offset != r.offset || n > e_.outbound.payloadBytes() ||
+      outboundFull())
+    return false;
+  uint8_t* slot = e_.outbound.slot(head_);
+  uint8_t* result = slot + kSlotHeaderBytes;
+  reduce::reduce(result, r.operand + r.offset, bytes, n / sizeOf(r.type), r.type, r.op);
+  if (r.stream && r.operand != r.data) reduce::copyStreaming(r.data + r.offset, result, n);
+  else std::memcpy(r.data + r.offset, result, n);
+  SlotHeader h{kSlotMagic, SlotKind::inline_data, s.tag, s.bytes, s.offset, n, 0, 0, 0, 0};
+  std::memcpy(slot, &h, sizeof h);
+  s.offset += n;
+  publishSlot();
+  if (s.offset == s.bytes) {
+    complete(s.cookie, Status::ok());
+    sends_.pop_front();
+    r.forward = nullptr;
+  }
+  return true;
+}
+
 bool ShmConnection::readCma(const SlotHeader& h, RecvRequest& r) {
   size_t copied = 0;
   Status st;
@@ -228,15 +287,17 @@ bool ShmConnection::readCma(const SlotHeader& h, RecvRequest& r) {
     size_t chunk = std::min(kCmaChunk, r.bytes - r.offset);
     st = readFrom(h.cma_pid, h.cma_address + r.offset, r.data + r.offset, chunk, &copied, e_.peer);
   }
-  r.offset += copied;
   if (!st) {
     fail(st);
     return false;
   }
-  if (r.offset < r.bytes) return false;
+  if (r.offset + copied < r.bytes) {
+    r.offset += copied;
+    if (r.forward) r.forward->ready = r.offset;
+    return false;
+  }
   e_.inbound.control->cma_done.store(h.cma_sequence, kRelease);  // rung by releaseSlot()
-  complete(r.cookie, Status::ok());
-  recvs_.pop_front();
+  received(r, copied);
   return true;
 }
 

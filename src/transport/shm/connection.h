@@ -46,6 +46,11 @@ class ShmConnection : public Connection {
   // cache-sized chunks): the receiver reads each byte once instead of copying it first.
   bool postRecvReduce(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t cookie, DataType type,
                       ReduceOp op) override;
+  // Each slot's worth of the result is combined straight into the next outbound slot where
+  // the send is next in line and a slot is free (else into data, and sent from there later),
+  // then copied to data: the result goes out from L1 instead of being read back from memory.
+  bool postRecvReduceForward(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t recv_cookie,
+                             uint64_t send_cookie, DataType type, ReduceOp op) override;
 
   // Moves what can move now. True if anything did (a slot written or read, a send finished).
   bool poll();
@@ -70,6 +75,7 @@ class ShmConnection : public Connection {
     uint64_t tag;
     uint64_t cookie;
     bool cma;
+    size_t ready;             // bytes that may be sent: less for a forward whose receive is under way
     size_t offset = 0;        // inline: bytes already in slots
     uint64_t cma_sequence = 0;
   };
@@ -83,9 +89,12 @@ class ShmConnection : public Connection {
     DataType type = DataType::u8;
     ReduceOp op = ReduceOp::sum;
     bool stream = false;  // write data around the caches (Connection::setStreamingReceives)
+    SendRequest* forward = nullptr;  // in sends_: the send of the result (postRecvReduceForward)
   };
 
   bool pushSends();
+  bool outboundFull();
+  void publishSlot();  // the slot at head_ is written: hand it to the peer
   bool writeSlot(SendRequest& s);  // true when the request left the queue
   bool reapCmaSends();
   bool pullRecvs();
@@ -93,6 +102,8 @@ class ShmConnection : public Connection {
   bool readCma(const SlotHeader& h, RecvRequest& r);
   Status readCmaReducing(const SlotHeader& h, RecvRequest& r, size_t* copied);
   void land(RecvRequest& r, const uint8_t* bytes, size_t n);  // copy or combine at r.offset
+  bool combineIntoOutbound(RecvRequest& r, const uint8_t* bytes, size_t n);  // false: land() it
+  void received(RecvRequest& r, size_t n);  // n more bytes landed: forward them, complete r when whole
   void landStreaming(RecvRequest& r, const uint8_t* bytes, size_t n);
   void releaseSlot();
   Status checkSlot(const SlotHeader& h, const RecvRequest& r) const;
