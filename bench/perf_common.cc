@@ -87,6 +87,10 @@ class PerfRunner {
   Row makeRow(size_t bytes, DataType type, ReduceOp op, int root,
               const InputPattern& pattern) const;
   CellResult measure(const Row& row, bool inPlace);
+  CellResult cellOf(const Row& row, double seconds, double cpuSeconds) const;
+  int64_t checkUntilWrong(const Row& row, bool inPlace);
+  void compareAlgorithms(const Row& row, RowLabel label);
+  std::string algoRule(const std::string& algo) const;
   double timeOps(const Row& row, bool inPlace, int iters, double* cpuSeconds);
   int64_t checkOnce(const Row& row, bool inPlace);
   void prepare(const Row& row, bool inPlace);
@@ -241,26 +245,78 @@ CellResult PerfRunner::measure(const Row& row, bool inPlace) {
   double cpuSeconds = 0;
   double seconds = aggregateTime(timeOps(row, inPlace, opts_.iters, &cpuSeconds));
   if (opts_.reportCpuTime) cpuSeconds = aggregateTime(cpuSeconds);
+  CellResult result = cellOf(row, seconds, cpuSeconds);
+  if (opts_.check > 0 && !(inPlace && desc_.inPlace == CollDesc::InPlace::kUnchecked))
+    result.wrong = checkUntilWrong(row, inPlace);
+  busBwSum_ += result.busBw;
+  ++cells_;
+  return result;
+}
 
+CellResult PerfRunner::cellOf(const Row& row, double seconds, double cpuSeconds) const {
   CellResult result;
   double bytes = static_cast<double>(std::max(row.counts.send, row.counts.recv) * sizeOf(row.type));
   result.timeUs = (opts_.reportCpuTime ? cpuSeconds : seconds) * 1e6;
   result.algBw = bytes > 0 ? bytes / 1e9 / seconds : 0;
   result.busBw = result.algBw * desc_.busBwFactor(row.nranks);
-
-  if (opts_.check > 0 && !(inPlace && desc_.inPlace == CollDesc::InPlace::kUnchecked)) {
-    int64_t local = 0;
-    int64_t global = 0;
-    for (int c = 0; c < opts_.check && global == 0; ++c) {
-      local = checkOnce(row, inPlace);
-      global = sumOverRanks(local);
-    }
-    if (local > 0) ++localErrors_;
-    result.wrong = global;
-  }
-  busBwSum_ += result.busBw;
-  ++cells_;
   return result;
+}
+
+// Up to -c checked runs, stopping at the first with wrong elements on any rank: their count.
+int64_t PerfRunner::checkUntilWrong(const Row& row, bool inPlace) {
+  int64_t local = 0;
+  int64_t global = 0;
+  for (int c = 0; c < opts_.check && global == 0; ++c) {
+    local = checkOnce(row, inPlace);
+    global = sumOverRanks(local);
+  }
+  if (local > 0) ++localErrors_;
+  return global;
+}
+
+// "all_reduce" + "tree" -> "allreduce:tree", COLL_ALGO's grammar; "auto" -> no rule.
+std::string PerfRunner::algoRule(const std::string& algo) const {
+  if (algo == "auto") return "";
+  std::string collective;
+  for (char ch : desc_.name)
+    if (ch != '_') collective += ch;
+  return collective + ":" + algo;
+}
+
+// -Q: the algorithms side by side in this one job, so they share its process placement and
+// its noise, which differ more from job to job on a busy machine than fast algorithms differ
+// from each other. -j interleaved rounds, each starting one algorithm further on; in each,
+// every algorithm runs one untimed op (it may connect other peers), then -n timed ones, out
+// of place. A row per algorithm: the median over rounds, the check under that algorithm.
+void PerfRunner::compareAlgorithms(const Row& row, RowLabel label) {
+  const size_t n = opts_.algos.size();
+  std::vector<std::vector<double>> seconds(n);
+  double ignored = 0;
+  for (int round = 0; round < opts_.algoRounds; ++round) {
+    for (size_t k = 0; k < n; ++k) {
+      const size_t a = (k + static_cast<size_t>(round)) % n;
+      comm_.setAlgorithms(algoRule(opts_.algos[a]));
+      if (opts_.check > 0) prepare(row, false);
+      timeOps(row, false, 1, &ignored);
+      seconds[a].push_back(aggregateTime(timeOps(row, false, opts_.iters, &ignored)));
+    }
+  }
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  for (size_t a = 0; a < n; ++a) {
+    comm_.setAlgorithms(algoRule(opts_.algos[a]));
+    std::sort(seconds[a].begin(), seconds[a].end());
+    const size_t m = seconds[a].size();
+    CellResult result = cellOf(row, (seconds[a][(m - 1) / 2] + seconds[a][m / 2]) / 2, 0);
+    if (opts_.check > 0) result.wrong = checkUntilWrong(row, false);
+    busBwSum_ += result.busBw;
+    ++cells_;
+    label.algo = opts_.algos[a].c_str();
+    reporter_.beginRow(label);
+    reporter_.printCell(label, false, result);
+    reporter_.printCell(label, true, CellResult{none, none, none, -1});
+    reporter_.endRow(label);
+  }
+  comm_.setAlgorithms("");
 }
 
 Row PerfRunner::makeRow(size_t bytes, DataType type, ReduceOp op, int root,
@@ -293,6 +349,10 @@ void PerfRunner::runCombination(DataType type, ReduceOp op, int root) {
     label.type = ncclTypeName(type);
     label.redop = desc_.hasOp ? ncclOpName(op) : "none";
     label.root = root;
+    if (!opts_.algos.empty()) {
+      compareAlgorithms(row, label);
+      continue;
+    }
     reporter_.beginRow(label);
     for (bool inPlace : {false, true}) {
       if (inPlace && desc_.inPlace == CollDesc::InPlace::kNone) {
@@ -302,7 +362,7 @@ void PerfRunner::runCombination(DataType type, ReduceOp op, int root) {
       }
       reporter_.printCell(label, inPlace, measure(row, inPlace));
     }
-    reporter_.endRow();
+    reporter_.endRow(label);
   }
 }
 

@@ -26,6 +26,7 @@ constexpr Flag kSupported[] = {
     {'y', "stream_null", true},    {'T', "timeout", true},   {'G', "cudagraph", true},
     {'C', "report_cputime", true}, {'a', "average", true},   {'J', "output_file", true},
     {'X', "device_buffers", true},
+    {'Q', "compare_algos", true},  {'j', "algo_rounds", true},
     {'h', "help", false},
 };
 
@@ -165,6 +166,25 @@ bool applyCountFlag(int c, const char* arg, PerfOptions* o, std::string* error) 
   return false;
 }
 
+// "auto ring tree" or "auto,ring,tree": names as COLL_ALGO spells them, checked by the
+// communicator when it applies them.
+bool parseAlgos(const char* arg, std::vector<std::string>* algos, std::string* error) {
+  algos->clear();
+  std::string name;
+  for (const char* p = arg;; ++p) {
+    if (*p == ' ' || *p == ',' || *p == '\0') {
+      if (!name.empty()) algos->push_back(name);
+      name.clear();
+      if (*p == '\0') break;
+    } else {
+      name += *p;
+    }
+  }
+  if (!algos->empty()) return true;
+  *error = "-Q needs at least one algorithm name (auto, ring, tree, ...)";
+  return false;
+}
+
 bool applyFlag(int c, const char* arg, PerfOptions* o, std::string* error) {
   switch (c) {
     case 'b': return sizeFlag(c, arg, &o->minBytes, error);
@@ -173,6 +193,8 @@ bool applyFlag(int c, const char* arg, PerfOptions* o, std::string* error) {
     case 'o': return parseOps(arg, &o->ops, error);
     case 'd': return parseTypes(arg, &o->types, error);
     case 'J': o->jsonPath = arg; return true;
+    case 'Q': return parseAlgos(arg, &o->algos, error);
+    case 'j': return intFlag(c, arg, 1, 100, &o->algoRounds, error);
     case 'r':
       if (std::strcmp(arg, "all") == 0) {
         o->root = -1;
@@ -316,6 +338,9 @@ std::string perfUsage(const char* program) {
          "\n\t[-a,--average <0/1/2/3> report time over ranks <0=RANK0/1=AVG/2=MIN/3=MAX>]"
          " (default 1)"
          "\n\t[-J,--output_file,--json <file> also write one JSON object per result line]"
+         "\n\t[-Q,--compare_algos <\"auto ring tree ...\"> time these algorithms side by side in this job, out of"
+         " place: a row each, named at its end] (default: none)"
+         "\n\t[-j,--algo_rounds <n> interleaved rounds of -Q, the median reported] (default 3)"
          "\n\t[-X,--device_buffers <0/1> 1: buffers in GPU memory (CUDA build), and the header gives the"
          " GPU's copy bandwidth] (default 0: host memory)"
          "\n\t[-t,--nthreads 1] [-g,--ngpus 1] [-G,--cudagraph 0] [-y,--stream_null 0]"

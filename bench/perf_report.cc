@@ -140,8 +140,9 @@ void Reporter::printCell(const RowLabel& row, bool inPlace, const CellResult& re
   writeJsonLine(row, inPlace, result);
 }
 
-void Reporter::endRow() {
+void Reporter::endRow(const RowLabel& row) {
   if (!active_) return;
+  if (row.algo != nullptr) std::fprintf(out_, "  %s", row.algo);
   std::fprintf(out_, "\n");
   std::fflush(out_);
 }
@@ -162,10 +163,11 @@ void Reporter::writeJsonLine(const RowLabel& row, bool inPlace, const CellResult
   std::fprintf(json_,
                "{\"collective\":\"%s\",\"nranks\":%d,\"size\":%zu,\"count\":%zu,"
                "\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,\"inplace\":%s,"
-               "\"time_us\":%s,\"algbw\":%s,\"busbw\":%s,\"wrong\":%s}\n",
+               "\"time_us\":%s,\"algbw\":%s,\"busbw\":%s,\"wrong\":%s%s%s%s}\n",
                collective_.c_str(), nranks_, row.bytes, row.count, row.type, row.redop, row.root,
                inPlace ? "true" : "false", jsonNumber(result.timeUs).c_str(),
-               jsonNumber(result.algBw).c_str(), jsonNumber(result.busBw).c_str(), wrong.c_str());
+               jsonNumber(result.algBw).c_str(), jsonNumber(result.busBw).c_str(), wrong.c_str(),
+               row.algo ? ",\"algo\":\"" : "", row.algo ? row.algo : "", row.algo ? "\"" : "");
   std::fflush(json_);
 }
 

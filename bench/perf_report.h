@@ -26,6 +26,7 @@ struct RowLabel {
   const char* type = "";
   const char* redop = "";
   int root = -1;
+  const char* algo = nullptr;  // -Q: the row's algorithm, printed after its cells
 };
 
 // Only an active reporter (rank 0's) writes anything; the other ranks make the same calls,
@@ -51,7 +52,7 @@ class Reporter {
   // A row is written piecewise and flushed, so a slow size shows progress as it runs.
   void beginRow(const RowLabel& row);
   void printCell(const RowLabel& row, bool inPlace, const CellResult& result);
-  void endRow();
+  void endRow(const RowLabel& row);
 
   // errors: measurements that had wrong elements, summed over ranks.
   void printFooter(int64_t errors, double avgBusBw);

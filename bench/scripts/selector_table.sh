@@ -4,13 +4,17 @@
 # COLL_ALGO=allreduce:<name> for each name, medians of --rounds interleaved rounds (each round
 # runs every column once), and how often the automatic choice is within 10% of the fastest.
 # Small sizes (<= 64 KiB) take -n 100 (10 warm-ups), large ones -n 2 (one warm-up).
+# --in-job: every column in one job instead (all_reduce_perf -Q, Communicator::setAlgorithms),
+# --rounds interleaved rounds inside it, so the columns share one process placement: on a busy
+# 2-core machine two jobs running the same algorithm differ by up to 20 %. No tuned column.
 # Root: it brings its own netcluster (prefix ntp, subnet 10.214.13) up and always down.
 #
 # usage: bench/scripts/selector_table.sh [--build DIR] [--hosts 2] [--per-host 2] [--rate 1gbit]
 #                                        [--algos "ring direct hierarchical"] [--max 256M] [--rounds 3]
+#                                        [--in-job]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-build=$here/build hosts=2 per_host=2 rate=1gbit algos="ring direct hierarchical" max=256M rounds=3
+build=$here/build hosts=2 per_host=2 rate=1gbit algos="ring direct hierarchical" max=256M rounds=3 in_job=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -20,6 +24,7 @@ while [[ $# -gt 0 ]]; do
     --algos) algos=$2; shift 2 ;;
     --max) max=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --in-job) in_job=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -50,7 +55,7 @@ run() { # algo ("auto" or a name), then all_reduce_perf's size flags
   [[ $rc == 0 ]] || { echo "run failed ($algo)" >&2; tail -n 5 "$work"/out.* "$work"/err.* >&2; return 1; }
   [[ $algo == auto* || $algo == tuned ]] && [[ ! -s $work/choices.$algo.$2 ]] &&
     grep -E "TOPO|TUNE" "$work/err.0" | sed 's/^/# /' >"$work/choices.$algo.$2"
-  awk '$1 ~ /^[0-9]+$/ {print $1, $6}' "$work/out.0"
+  awk '$1 ~ /^[0-9]+$/ {print $1, $6, $NF}' "$work/out.0"  # size, out-of-place time, -Q's algorithm
 }
 
 # Each round starts one column further on, so no column always runs first (right after the
@@ -59,20 +64,31 @@ run() { # algo ("auto" or a name), then all_reduce_perf's size flags
 # meanwhile measured 20-25 % slow (the first columns, auto and tuned, in every round).
 declare -A all t
 columns=(auto tuned $algos)
-for r in $(seq "$rounds"); do
+if [[ $in_job == 1 ]]; then
+  for range in "-b 8 -e 64K -f 4 -n 100 -w 10 -c 1" "-b 256K -e $max -f 4 -n 2 -w 1 -c 0"; do
+    sleep 1
+    # shellcheck disable=SC2086  # the range is several flags
+    while read -r size us a; do all[$a,$size]+="$us "; done < <(run auto $range -Q "auto $algos" -j "$rounds")
+  done
+  rounds_done=0
+else
+  rounds_done=$rounds
+fi
+for r in $(seq "$rounds_done"); do
   for k in $(seq 0 $((${#columns[@]} - 1))); do
     a=${columns[$(( (k + r - 1) % ${#columns[@]} ))]}
     sleep 1
-    while read -r size us; do all[$a,$size]+="$us "; done < <(run "$a" -b 8 -e 64K -f 4 -n 100 -w 10 -c 1)
+    while read -r size us _; do all[$a,$size]+="$us "; done < <(run "$a" -b 8 -e 64K -f 4 -n 100 -w 10 -c 1)
     sleep 1
-    while read -r size us; do all[$a,$size]+="$us "; done < <(run "$a" -b 256K -e "$max" -f 4 -n 2 -w 1 -c 0)
+    while read -r size us _; do all[$a,$size]+="$us "; done < <(run "$a" -b 256K -e "$max" -f 4 -n 2 -w 1 -c 0)
   done
   echo "round $r done" >&2
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 for k in "${!all[@]}"; do t[$k]=$(median <<<"${all[$k]}"); done
 
-echo "# netcluster $hosts hosts x $per_host ranks at $rate: all-reduce time (us, median of $rounds rounds; -n 100 up to 64 KiB, -n 2 above)"
+where="in separate jobs"; [[ $in_job == 1 ]] && where="in one job per size range"
+echo "# netcluster $hosts hosts x $per_host ranks at $rate: all-reduce time (us, median of $rounds rounds $where; -n 100 up to 64 KiB, -n 2 above)"
 cat "$work"/choices.* 2>/dev/null || true
 printf '%10s %10s %10s' size auto tuned; for a in $algos; do printf ' %12s' "$a"; done
 printf ' %12s %10s %11s\n' best auto/best tuned/best
@@ -86,13 +102,15 @@ for size in $(printf '%s\n' "${!t[@]}" | sed -n 's/^auto,//p' | sort -n); do
     if [[ -z $best ]] || awk -v a="$v" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$v bestname=$a; fi
   done
   ratio=$(awk -v a="${t[auto,$size]}" -v b="$best" 'BEGIN{printf "%.2f", a / b}')
-  tratio=$(awk -v a="${t[tuned,$size]:-0}" -v b="$best" 'BEGIN{printf "%.2f", a / b}')
+  tratio=-
+  [[ -n ${t[tuned,$size]:-} ]] && tratio=$(awk -v a="${t[tuned,$size]}" -v b="$best" 'BEGIN{printf "%.2f", a / b}')
   total=$((total + 1))
   within "$ratio" && good=$((good + 1))
-  within "$tratio" && tuned_good=$((tuned_good + 1))
+  [[ $tratio != - ]] && within "$tratio" && tuned_good=$((tuned_good + 1))
   printf '%10s %10s %10s' "$size" "${t[auto,$size]}" "${t[tuned,$size]:-}"
   for a in $algos; do printf ' %12s' "${t[$a,$size]:-}"; done
   printf ' %12s %10s %11s\n' "$bestname" "$ratio" "$tratio"
 done
 echo "# automatic (cost model) within 10% of the fastest forced algorithm at $good of $total sizes"
-echo "# automatic with COLL_TUNE=1 (tuned once in round 1, reused) within 10% at $tuned_good of $total sizes"
+[[ $in_job == 1 ]] ||
+  echo "# automatic with COLL_TUNE=1 (tuned once in round 1, reused) within 10% at $tuned_good of $total sizes"

@@ -117,6 +117,14 @@ class Communicator {
   // COLL_TIMEOUT (the store's host died, or the survivors disagree about who is excluded).
   std::unique_ptr<Communicator> shrink(const std::vector<int>& excluded_ranks);
 
+  // Replaces the COLL_ALGO rules for the ops issued from now on, in COLL_ALGO's grammar
+  // ("allreduce:0-64K:tree;allreduce:64K-inf:ring"; "" lets the selector decide again), so
+  // one job can time several algorithms side by side (all_reduce_perf -A). Like a
+  // collective, every rank calls it at the same point of its op sequence, with none of its ops
+  // queued (wait on them first); a running op is waited for. Throws InvalidArgument for a
+  // malformed rule or queued ops, changing nothing.
+  void setAlgorithms(const std::string& rules);
+
   // The first error that broke the communicator, if any (the NCCL "async error").
   std::optional<Error> asyncError() const;
 

@@ -120,6 +120,8 @@ Work Communicator::barrier() {
 void Communicator::groupStart() { impl_->groupStart(); }
 void Communicator::groupEnd() { impl_->groupEnd(); }
 
+void Communicator::setAlgorithms(const std::string& rules) { impl_->setAlgorithms(rules); }
+
 void Communicator::abort() { impl_->abort("aborted by the application"); }
 
 std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded_ranks) {

@@ -239,6 +239,22 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   return work;
 }
 
+void CommunicatorImpl::setAlgorithms(const std::string& text) {
+  refuseInForkedChild("setAlgorithms");
+  std::vector<topology::AlgoRule> rules;
+  Status st = topology::parseAlgoOverride(text, &rules);
+  if (!st) throw Error(ErrorCode::InvalidArgument, format("setAlgorithms(\"%s\"): %s", text.c_str(), st.message().c_str()));
+  std::lock_guard<std::mutex> engine(engine_mu_);  // a running op finishes under the rules it began with
+  size_t queued = queued_.load();
+  if (queued > 0)
+    throw Error(ErrorCode::InvalidArgument,
+                format("setAlgorithms(\"%s\"): %zu op(s) of this communicator still queued; wait on them first, so "
+                       "that every rank switches between the same two ops", text.c_str(), queued));
+  selector_->setRules(std::move(rules));
+  COLL_INFO("TUNE", "algorithm rules for the ops issued from now on: %s",
+            text.empty() ? "none (the selector decides)" : text.c_str());
+}
+
 void CommunicatorImpl::groupStart() {
   refuseInForkedChild("groupStart");
   ++group_depth_;

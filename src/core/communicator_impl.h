@@ -45,6 +45,8 @@ class CommunicatorImpl final : private detail::OpDriver {
   // Validates, numbers and queues the op; throws coll::Error (InvalidArgument) on bad input.
   Work enqueue(OpRequest op);
   void abort(const std::string& reason);
+  // Communicator::setAlgorithms. Issuing thread.
+  void setAlgorithms(const std::string& rules);
   // Like ncclGroupStart/End: send/recv issued in between run as one op. Issuing thread only.
   void groupStart();
   void groupEnd();

@@ -53,6 +53,7 @@ class Selector {
   bool forced(algo::Collective collective, size_t bytes) const { return matchRule(rules_, collective, bytes) != nullptr; }
   const Topology& topology() const { return topology_; }
   void setTuning(TuningTable tuning) { tuning_ = std::move(tuning); cache_.clear(); }
+  void setRules(std::vector<AlgoRule> rules) { rules_ = std::move(rules); cache_.clear(); }
 
  private:
   Choice decide(algo::Collective collective, size_t bytes, size_t elem_size) const;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "multirank/rank_runner.h"
@@ -95,6 +96,36 @@ void boardAndMessageOpsInterleaved(Communicator& comm, Rank&) {
   }
 }
 
+// Communicator::setAlgorithms between ops: every rule (a forced algorithm, a rule per size
+// range, none) gives the right sums over the board's sizes and the message path's; a malformed
+// rule throws InvalidArgument naming it and changes nothing.
+void algorithmsSwitchedBetweenOps(Communicator& comm, Rank&) {
+  const int n = comm.size();
+  const char* kRules[] = {"allreduce:ring", "allreduce:tree", "allreduce:rd", "allreduce:rhd", "allreduce:direct",
+                          "allreduce:0-4K:rd;allreduce:4K-inf:ring", ""};
+  for (const char* rules : kRules) {
+    comm.setAlgorithms(rules);
+    for (size_t count : {size_t{1}, size_t{1025}, size_t{100003}}) {
+      std::vector<float> buf(count, static_cast<float>(comm.rank() + 1));
+      RANK_CHECK(comm.allreduce(buf.data(), buf.data(), count, DataType::f32, ReduceOp::sum).wait(std::chrono::seconds(20)),
+                 "\"%s\", count %zu: not done within 20 s", rules, count);
+      const float want = static_cast<float>(n * (n + 1) / 2);
+      for (size_t i = 0; i < count; ++i)
+        RANK_CHECK(buf[i] == want, "\"%s\", count %zu, element %zu: %g, expected %g", rules, count, i, buf[i], want);
+    }
+  }
+  bool refused = false;
+  try {
+    comm.setAlgorithms("allreduce:nosuch");
+  } catch (const Error& e) {
+    refused = e.code() == ErrorCode::InvalidArgument && std::strstr(e.what(), "nosuch") != nullptr;
+  }
+  RANK_CHECK(refused, "setAlgorithms(\"allreduce:nosuch\") was not refused with InvalidArgument naming it");
+  std::vector<int32_t> one(3, 1);
+  comm.allreduce(one.data(), one.data(), one.size(), DataType::i32, ReduceOp::sum).wait();
+  RANK_CHECK(one[0] == n, "after the refused rule: %d, expected %d", one[0], n);
+}
+
 // Work::wait(timeout) returns false while the op cannot finish (a peer has not issued it yet),
 // then true once it has, without throwing.
 void boundedWaitReturnsFalseWhileRunning(Communicator& comm, Rank& self) {
@@ -162,6 +193,7 @@ class OrderingWithPeers : public ::testing::TestWithParam<int> {};
 TEST_P(Ordering, ChainOfInPlaceOpsRunsInIssueOrder) { expectAllSucceeded(runRanks(GetParam(), chainOnOneBuffer)); }
 TEST_P(Ordering, ManyOpsBackToBackWaitOnlyTheLast) { expectAllSucceeded(runRanks(GetParam(), manyIndependentOps)); }
 TEST_P(Ordering, OpsNobodyWaitsOnStillFinish) { expectAllSucceeded(runRanks(GetParam(), opsNobodyWaitsOnStillFinish)); }
+TEST_P(Ordering, AlgorithmsSwitchedBetweenOps) { expectAllSucceeded(runRanks(GetParam(), algorithmsSwitchedBetweenOps)); }
 TEST_P(Ordering, BoardAndMessageOpsInterleaved) { expectAllSucceeded(runRanks(GetParam(), boardAndMessageOpsInterleaved)); }
 TEST_P(Ordering, ThreadsWaitOnEachOthersOps) { expectAllSucceeded(runRanks(GetParam(), threadsWaitOnEachOthersOps)); }
 TEST_P(OrderingWithPeers, BoundedWaitReturnsFalseWhileAPeerLags) {

@@ -132,7 +132,9 @@ void check(const char* setup, const std::vector<Row>& table, std::vector<int> at
     EXPECT_GE(within, at_least[i]) << setup << " start-up " << i + 1 << ", misses" << misses;
     total += within;
   }
-  if (target) EXPECT_GE(total, 0.9 * static_cast<double>(table.size() * at_least.size())) << setup;
+  if (target) {
+    EXPECT_GE(total, 0.9 * static_cast<double>(table.size() * at_least.size())) << setup;
+  }
 }
 
 // The one miss of every 2 x 2 start-up is 8 KiB: hierarchical (147 us) for rd (129). Its 4
