@@ -3,7 +3,7 @@
 # figure): time per size from 8 B to 256 MiB (factor 4) of the automatic choice and of
 # COLL_ALGO=allreduce:<name> for each name, medians of --rounds interleaved rounds (each round
 # runs every column once), and how often the automatic choice is within 10% of the fastest.
-# Small sizes (<= 64 KiB) take -n 100 (10 warm-ups), large ones -n 2 (one warm-up).
+# Small sizes (<= 64 KiB) take -n 100 (--small-iters; 10 warm-ups), large ones -n 2 (one warm-up).
 # --in-job: every column in one job instead (all_reduce_perf -Q, Communicator::setAlgorithms),
 # --rounds interleaved rounds inside it, so the columns share one process placement: on a busy
 # 2-core machine two jobs running the same algorithm differ by up to 20 %. No tuned column.
@@ -11,10 +11,10 @@
 #
 # usage: bench/scripts/selector_table.sh [--build DIR] [--hosts 2] [--per-host 2] [--rate 1gbit]
 #                                        [--algos "ring direct hierarchical"] [--max 256M] [--rounds 3]
-#                                        [--in-job]
+#                                        [--in-job] [--small-iters 100]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-build=$here/build hosts=2 per_host=2 rate=1gbit algos="ring direct hierarchical" max=256M rounds=3 in_job=0
+build=$here/build hosts=2 per_host=2 rate=1gbit algos="ring direct hierarchical" max=256M rounds=3 in_job=0 small_iters=100
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -25,6 +25,7 @@ while [[ $# -gt 0 ]]; do
     --max) max=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --in-job) in_job=1; shift ;;
+    --small-iters) small_iters=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -64,8 +65,13 @@ run() { # algo ("auto" or a name), then all_reduce_perf's size flags
 # meanwhile measured 20-25 % slow (the first columns, auto and tuned, in every round).
 declare -A all t
 columns=(auto tuned $algos)
+max_bytes=$(numfmt --from=iec "$max")
+small_max=$((max_bytes < 65536 ? max_bytes : 65536))
+large=1; [[ $max_bytes -lt 262144 ]] && large=0  # --max below 256K: small sizes only
 if [[ $in_job == 1 ]]; then
-  for range in "-b 8 -e 64K -f 4 -n 100 -w 10 -c 1" "-b 256K -e $max -f 4 -n 2 -w 1 -c 0"; do
+  ranges=("-b 8 -e $small_max -f 4 -n $small_iters -w 10 -c 1")
+  [[ $large == 1 ]] && ranges+=("-b 256K -e $max -f 4 -n 2 -w 1 -c 0")
+  for range in "${ranges[@]}"; do
     sleep 1
     # shellcheck disable=SC2086  # the range is several flags
     while read -r size us a; do all[$a,$size]+="$us "; done < <(run auto $range -Q "auto $algos" -j "$rounds")
@@ -78,8 +84,9 @@ for r in $(seq "$rounds_done"); do
   for k in $(seq 0 $((${#columns[@]} - 1))); do
     a=${columns[$(( (k + r - 1) % ${#columns[@]} ))]}
     sleep 1
-    while read -r size us _; do all[$a,$size]+="$us "; done < <(run "$a" -b 8 -e 64K -f 4 -n 100 -w 10 -c 1)
+    while read -r size us _; do all[$a,$size]+="$us "; done < <(run "$a" -b 8 -e "$small_max" -f 4 -n "$small_iters" -w 10 -c 1)
     sleep 1
+    [[ $large == 1 ]] || continue
     while read -r size us _; do all[$a,$size]+="$us "; done < <(run "$a" -b 256K -e "$max" -f 4 -n 2 -w 1 -c 0)
   done
   echo "round $r done" >&2
@@ -88,10 +95,11 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) 
 for k in "${!all[@]}"; do t[$k]=$(median <<<"${all[$k]}"); done
 
 where="in separate jobs"; [[ $in_job == 1 ]] && where="in one job per size range"
-echo "# netcluster $hosts hosts x $per_host ranks at $rate: all-reduce time (us, median of $rounds rounds $where; -n 100 up to 64 KiB, -n 2 above)"
+echo "# netcluster $hosts hosts x $per_host ranks at $rate: all-reduce time (us, median of $rounds rounds $where; -n $small_iters up to 64 KiB, -n 2 above)"
 cat "$work"/choices.* 2>/dev/null || true
-printf '%10s %10s %10s' size auto tuned; for a in $algos; do printf ' %12s' "$a"; done
-printf ' %12s %10s %11s\n' best auto/best tuned/best
+tuned_col() { [[ $in_job == 1 ]] || printf " $1" "$2"; }  # one job has no tuned column
+printf '%10s %10s' size auto; tuned_col %10s tuned; for a in $algos; do printf ' %12s' "$a"; done
+printf ' %12s %10s' best auto/best; tuned_col %11s tuned/best; echo
 good=0 tuned_good=0 total=0
 within() { awk -v r="$1" 'BEGIN{exit !(r <= 1.10)}'; }
 for size in $(printf '%s\n' "${!t[@]}" | sed -n 's/^auto,//p' | sort -n); do
@@ -107,9 +115,9 @@ for size in $(printf '%s\n' "${!t[@]}" | sed -n 's/^auto,//p' | sort -n); do
   total=$((total + 1))
   within "$ratio" && good=$((good + 1))
   [[ $tratio != - ]] && within "$tratio" && tuned_good=$((tuned_good + 1))
-  printf '%10s %10s %10s' "$size" "${t[auto,$size]}" "${t[tuned,$size]:-}"
+  printf '%10s %10s' "$size" "${t[auto,$size]}"; tuned_col %10s "${t[tuned,$size]:-}"
   for a in $algos; do printf ' %12s' "${t[$a,$size]:-}"; done
-  printf ' %12s %10s %11s\n' "$bestname" "$ratio" "$tratio"
+  printf ' %12s %10s' "$bestname" "$ratio"; tuned_col %11s "$tratio"; echo
 done
 echo "# automatic (cost model) within 10% of the fastest forced algorithm at $good of $total sizes"
 [[ $in_job == 1 ]] ||
