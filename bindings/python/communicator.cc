@@ -18,6 +18,7 @@
 //   scatter(send=None, recv=None, root=0)   send is read on the root only; recv None: allocates
 //                                           a chunk of send (every rank must pass send then)
 //   send(buf, peer), recv(buf, peer), barrier()
+//   set_algorithms(rules)                   COLL_ALGO's grammar, for the ops issued from now on
 //
 // Size or dtype mismatches raise ValueError / TypeError before anything is sent; what coll
 // itself refuses raises coll.Error (code 'InvalidArgument').
@@ -305,6 +306,13 @@ void bindCommunicator(py::module_& m) {
              return error ? makeError(*error) : py::none();
            },
            "The first coll.Error that broke the communicator (not raised), or None.")
+      .def("set_algorithms", [](PyCommunicator& c, const std::string& rules) {
+             Communicator& comm = c.get();
+             py::gil_scoped_release release;  // waits for a running op
+             comm.setAlgorithms(rules);
+           }, "rules"_a,
+           "COLL_ALGO's rules ('allreduce:0-64K:tree;allreduce:64K-inf:ring'; '' lets the selector decide) for "
+           "the ops issued from now on. Every rank calls it at the same point, with none of its ops queued.")
       .def("describe", [](PyCommunicator& c) { return c.get().describe(); })
       .def("close", &PyCommunicator::close,
            "Waits for queued ops (bounded by their deadlines, without the GIL) and disconnects.")

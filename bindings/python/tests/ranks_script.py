@@ -247,6 +247,13 @@ def errors(comm):
     if r != 0:
         assert waited > 20, f"only {waited} ticks while waiting for the barrier: the GIL was held"
 
+    # set_algorithms between ops: forced algorithms give the same sums; a bad rule is refused.
+    for rules in ("allreduce:rd", "allreduce:ring", ""):
+        comm.set_algorithms(rules)
+        got = comm.allreduce(np.full(5000, r + 1, np.float32)).get()
+        assert np.all(got == n * (n + 1) / 2), f"set_algorithms({rules!r}): {got[:4]}"
+    expect(coll.Error, lambda: comm.set_algorithms("allreduce:nosuch"), "InvalidArgument", "unknown algorithm")
+
     assert comm.size == n and 0 <= comm.rank < n and comm.local_rank >= 0
     assert isinstance(comm.describe(), str)
     assert comm.async_error() is None
