@@ -24,6 +24,17 @@ constexpr auto kMixedWaitSlice = std::chrono::microseconds(200);
 // abort from another thread, between polls.
 constexpr auto kMixedPollSlice = std::chrono::milliseconds(20);
 
+// Whether send i may go out as its recvReduce (Step::forwards) combines: that step exists
+// earlier, to the same peer, over the same bytes of the output, and send i waits for it.
+bool forwardsItsReceive(const algo::Schedule& schedule, uint32_t i) {
+  const Step& send = schedule.steps[i];
+  if (send.kind != StepKind::send || send.forwards < 0 || static_cast<uint32_t>(send.forwards) >= i) return false;
+  const Step& from = schedule.steps[send.forwards];
+  return from.kind == StepKind::recvReduce && from.peer == send.peer && from.offset == send.offset &&
+         from.bytes == send.bytes && from.op_index == send.op_index && send.source == algo::BufferId::output &&
+         std::find(send.deps.begin(), send.deps.end(), static_cast<uint32_t>(send.forwards)) != send.deps.end();
+}
+
 class Executor {
  public:
   Executor(const algo::Schedule& s, const ExecPlan& plan, ExecContext& ctx, ExecState& state)
@@ -303,13 +314,7 @@ ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
     if (plan.lanes[lane].steps.empty() && step.peer >= 0) plan.connect_order.push_back(static_cast<uint32_t>(lane));
     plan.lanes[lane].steps.push_back(i);
     plan.step_lane[i] = static_cast<uint32_t>(lane);
-    const int32_t from = step.forwards;
-    if (step.kind == StepKind::send && from >= 0 && static_cast<uint32_t>(from) < i &&
-        schedule.steps[from].kind == StepKind::recvReduce && schedule.steps[from].peer == step.peer &&
-        schedule.steps[from].bytes == step.bytes && schedule.steps[from].offset == step.offset &&
-        schedule.steps[from].op_index == step.op_index && step.source == algo::BufferId::output &&
-        std::find(step.deps.begin(), step.deps.end(), static_cast<uint32_t>(from)) != step.deps.end())
-      plan.forward_send[from] = static_cast<int32_t>(i);
+    if (forwardsItsReceive(schedule, i)) plan.forward_send[step.forwards] = static_cast<int32_t>(i);
   }
   return plan;
 }

@@ -220,12 +220,13 @@ bool ShmConnection::readSlot(const SlotHeader& h, RecvRequest& r) {
   return true;
 }
 
-void ShmConnection::received(RecvRequest& r, size_t n) {
+bool ShmConnection::received(RecvRequest& r, size_t n) {
   r.offset += n;
   if (r.forward) r.forward->ready = r.offset;
-  if (r.offset < r.bytes) return;
+  if (r.offset < r.bytes) return false;
   complete(r.cookie, Status::ok());
   recvs_.pop_front();
+  return true;
 }
 
 void ShmConnection::land(RecvRequest& r, const uint8_t* bytes, size_t n) {
@@ -252,9 +253,9 @@ void ShmConnection::landStreaming(RecvRequest& r, const uint8_t* bytes, size_t n
   }
 }
 
-// The forward is next in line with nothing of it left behind (what is, goes first), and a
-// slot is free: combine into the slot, copy the result from there (in L1) to data, and hand
-// the slot over. Slots hold whole elements, so the part fits one whatever the peer's geometry.
+// Where the forward is next in line with nothing of it left behind (what is, goes first), a
+// slot is free and the part fits it (a peer with larger slots may send more): combine into
+// the slot, copy the result from there (in L1) to data, and hand the slot over.
 bool ShmConnection::combineIntoOutbound(RecvRequest& r, const uint8_t* bytes, size_t n) {
   pushSends();
   SendRequest& s = *r.forward;
@@ -291,14 +292,8 @@ bool ShmConnection::readCma(const SlotHeader& h, RecvRequest& r) {
     fail(st);
     return false;
   }
-  if (r.offset + copied < r.bytes) {
-    r.offset += copied;
-    if (r.forward) r.forward->ready = r.offset;
-    return false;
-  }
-  e_.inbound.control->cma_done.store(h.cma_sequence, kRelease);  // rung by releaseSlot()
-  received(r, copied);
-  return true;
+  if (r.offset + copied == r.bytes) e_.inbound.control->cma_done.store(h.cma_sequence, kRelease);  // rung by releaseSlot()
+  return received(r, copied);
 }
 
 // One bounce-sized chunk: read it from the sender, then combine it while it is in cache.

@@ -103,7 +103,7 @@ class ShmConnection : public Connection {
   Status readCmaReducing(const SlotHeader& h, RecvRequest& r, size_t* copied);
   void land(RecvRequest& r, const uint8_t* bytes, size_t n);  // copy or combine at r.offset
   bool combineIntoOutbound(RecvRequest& r, const uint8_t* bytes, size_t n);  // false: land() it
-  void received(RecvRequest& r, size_t n);  // n more bytes landed: forward them, complete r when whole
+  bool received(RecvRequest& r, size_t n);  // n more bytes landed: forwardable; true: r completed
   void landStreaming(RecvRequest& r, const uint8_t* bytes, size_t n);
   void releaseSlot();
   Status checkSlot(const SlotHeader& h, const RecvRequest& r) const;
