@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "reduce/reduce.h"
+#include "reduce/stream_copy.h"
 
 namespace coll {
 namespace {
@@ -176,8 +177,8 @@ class Executor {
         break;
       case StepKind::copy:
         if (ctx_.ops[step.op_index].input != ctx_.ops[step.op_index].output)
-          std::memcpy(address(algo::BufferId::output, step, step.offset), address(algo::BufferId::input, step, step.offset),
-                      step.bytes);
+          copyOut(address(algo::BufferId::output, step, step.offset), address(algo::BufferId::input, step, step.offset),
+                  step.bytes);
         finish(i);
         break;
       case StepKind::divide:
@@ -186,6 +187,13 @@ class Executor {
         break;
     }
     return Status::ok();
+  }
+
+  // An op's buffers far larger than the caches (ExecContext::stream_receives): write around
+  // them, as the receives do, which saves reading every output line before overwriting it.
+  void copyOut(void* dst, const void* src, size_t bytes) const {
+    if (ctx_.stream_receives) reduce::copyStreaming(dst, src, bytes);
+    else std::memcpy(dst, src, bytes);
   }
 
   // A recvReduce whose result goes back to the same peer (Step::forwards) is posted together
