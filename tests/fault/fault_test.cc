@@ -281,79 +281,65 @@ void expectMismatchCaught(const std::vector<RankOutcome>& outcomes, int64_t star
   EXPECT_TRUE(mismatch_seen) << "no rank reported Mismatch";
 }
 
-// Every rank runs `issue` once (each rank its own call) and records how it failed. A rank
-// may finish the mismatched op before anyone can tell (a broadcast root only sends); then
-// the peer that noticed has broken the communicator, and this rank's next op must fail.
-void mismatchBody(Communicator& comm, Rank& self, const std::function<Work(Communicator&, std::vector<char>&)>& issue) {
-  std::vector<char> buf(1 << 20, 1);
-  try {
-    issue(comm, buf).wait();
-  } catch (const Error& e) {
-    recordError(e);
-    return;
-  }
-  try {
-    comm.allreduce(buf.data(), buf.data(), 1, DataType::f32, ReduceOp::sum).wait();
-    RANK_CHECK(false, "the mismatched call and the next one both succeeded");
-  } catch (const Error& e) {
-    recordError(e);
-  }
+using MismatchedCall = std::function<Work(Communicator&, int rank, std::vector<char>& buf)>;
+
+// n ranks each run `issue` once (each rank its own call) and record how it failed; then
+// expectMismatchCaught, naming `op`. A rank may finish the mismatched op before anyone can
+// tell (a broadcast root only sends); then the peer that noticed has broken the communicator,
+// and this rank's next op must fail.
+void expectMismatch(int n, const char* op, const MismatchedCall& issue) {
+  int64_t start_ns = nowNs();
+  auto outcomes = runRanks(n, [&](Communicator& comm, Rank& self) {
+    std::vector<char> buf(1 << 20, 1);
+    try {
+      issue(comm, self.rank, buf).wait();
+    } catch (const Error& e) {
+      recordError(e);
+      return;
+    }
+    try {
+      comm.allreduce(buf.data(), buf.data(), 1, DataType::f32, ReduceOp::sum).wait();
+      RANK_CHECK(false, "the mismatched call and the next one both succeeded");
+    } catch (const Error& e) {
+      recordError(e);
+    }
+  });
+  expectMismatchCaught(outcomes, start_ns, op);
 }
 
 TEST(Mismatch, DifferentCounts) {
-  int64_t start_ns = nowNs();
-  auto outcomes = runRanks(3, [](Communicator& comm, Rank& self) {
-    mismatchBody(comm, self, [&](Communicator& c, std::vector<char>& buf) {
-      size_t count = 50000 + static_cast<size_t>(self.rank) * 1000;  // each rank a different count
-      return c.allreduce(buf.data(), buf.data(), count, DataType::f32, ReduceOp::sum);
-    });
+  expectMismatch(3, "allreduce #0", [](Communicator& c, int rank, std::vector<char>& buf) {
+    size_t count = 50000 + static_cast<size_t>(rank) * 1000;  // each rank a different count
+    return c.allreduce(buf.data(), buf.data(), count, DataType::f32, ReduceOp::sum);
   });
-  expectMismatchCaught(outcomes, start_ns, "allreduce #0");
 }
 
 // Both counts small enough for the board: the posted fingerprints disagree.
 TEST(Mismatch, DifferentCountsOnTheBoard) {
-  int64_t start_ns = nowNs();
-  auto outcomes = runRanks(3, [](Communicator& comm, Rank& self) {
-    mismatchBody(comm, self, [&](Communicator& c, std::vector<char>& buf) {
-      size_t count = 100 + static_cast<size_t>(self.rank);
-      return c.allreduce(buf.data(), buf.data(), count, DataType::f32, ReduceOp::sum);
-    });
+  expectMismatch(3, "allreduce #0", [](Communicator& c, int rank, std::vector<char>& buf) {
+    size_t count = 100 + static_cast<size_t>(rank);
+    return c.allreduce(buf.data(), buf.data(), count, DataType::f32, ReduceOp::sum);
   });
-  expectMismatchCaught(outcomes, start_ns, "allreduce #0");
 }
 
 // A small broadcast goes by the board too: the ranks name different roots.
 TEST(Mismatch, DifferentRootsOnTheBoard) {
-  int64_t start_ns = nowNs();
-  auto outcomes = runRanks(2, [](Communicator& comm, Rank& self) {
-    mismatchBody(comm, self, [&](Communicator& c, std::vector<char>& buf) {
-      return c.broadcast(buf.data(), buf.data(), 100, DataType::f32, self.rank);
-    });
+  expectMismatch(2, "broadcast #0", [](Communicator& c, int rank, std::vector<char>& buf) {
+    return c.broadcast(buf.data(), buf.data(), 100, DataType::f32, rank);
   });
-  expectMismatchCaught(outcomes, start_ns, "broadcast #0");
 }
 
 TEST(Mismatch, DifferentTypes) {
-  int64_t start_ns = nowNs();
-  auto outcomes = runRanks(2, [](Communicator& comm, Rank& self) {
-    mismatchBody(comm, self, [&](Communicator& c, std::vector<char>& buf) {
-      return c.allreduce(buf.data(), buf.data(), 1000, self.rank == 0 ? DataType::f32 : DataType::f64,
-                         ReduceOp::sum);
-    });
+  expectMismatch(2, "allreduce #0", [](Communicator& c, int rank, std::vector<char>& buf) {
+    return c.allreduce(buf.data(), buf.data(), 1000, rank == 0 ? DataType::f32 : DataType::f64, ReduceOp::sum);
   });
-  expectMismatchCaught(outcomes, start_ns, "allreduce #0");
 }
 
 TEST(Mismatch, BroadcastAgainstAllreduce) {
-  int64_t start_ns = nowNs();
-  auto outcomes = runRanks(2, [](Communicator& comm, Rank& self) {
-    mismatchBody(comm, self, [&](Communicator& c, std::vector<char>& buf) {
-      if (self.rank == 0) return c.broadcast(buf.data(), buf.data(), 1000, DataType::f32, 0);
-      return c.allreduce(buf.data(), buf.data(), 1000, DataType::f32, ReduceOp::sum);
-    });
+  expectMismatch(2, " #", [](Communicator& c, int rank, std::vector<char>& buf) {
+    if (rank == 0) return c.broadcast(buf.data(), buf.data(), 1000, DataType::f32, 0);
+    return c.allreduce(buf.data(), buf.data(), 1000, DataType::f32, ReduceOp::sum);
   });
-  expectMismatchCaught(outcomes, start_ns, " #");
 }
 
 // A rank with the wrong job secret is refused by the store at once and cannot join; the
