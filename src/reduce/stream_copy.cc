@@ -44,7 +44,7 @@ namespace {
 // Far enough ahead to cover the latency of memory at this copy's speed (2 KiB measured best
 // of 0.5-8 KiB), near enough that the lines are still in L1 when the copy reaches them.
 constexpr uintptr_t kPrefetchAhead = 2048;
-typedef uint8_t Bytes32 __attribute__((vector_size(32), aligned(1)));
+typedef uint8_t Bytes32 __attribute__((vector_size(32), aligned(1), may_alias));
 }  // namespace
 
 COLL_CLONES void copyPrefetching(void* dst, const void* src, size_t bytes) {

@@ -15,8 +15,9 @@ void copyStreaming(void* dst, const void* src, size_t bytes);
 
 // memcpy(dst, src, bytes) for a src in memory and a dst in cache (a shm slot): each 4 KiB
 // page of src is requested before the copy reaches it. The hardware prefetcher stops at page
-// boundaries, so a plain copy stalls on every page's first lines; this one measured 15 % faster
-// from a 256 MiB buffer into shm slots on a Xeon (and no slower from cache).
+// boundaries, so a plain copy stalls on every page's first lines. From a 256 MiB buffer into
+// shm slots read by another core, on a Xeon VM: 10.7 GB/s (AVX2; 10.0 with SSE2) against
+// memcpy's 9.1.
 void copyPrefetching(void* dst, const void* src, size_t bytes);
 
 }  // namespace coll::reduce
