@@ -6,14 +6,13 @@
 
 #include "reduce/target_clones.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef COLL_X86
 #include <emmintrin.h>
-#define COLL_HAVE_STREAM_STORES 1
 #endif
 
 namespace coll::reduce {
 
-#ifdef COLL_HAVE_STREAM_STORES
+#ifdef COLL_X86
 void copyStreaming(void* dst, const void* src, size_t bytes) {
   auto* d = static_cast<uint8_t*>(dst);
   const auto* s = static_cast<const uint8_t*>(src);
