@@ -23,8 +23,8 @@
 
 #include "bootstrap/auth.h"
 #include "bootstrap/store.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "transport/shm/transport.h"
 #include "transport/socket/transport.h"
 

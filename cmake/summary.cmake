@@ -10,7 +10,7 @@ function(coll_report name have wanted note)
 endfunction()
 
 message(STATUS "coll ${PROJECT_VERSION} configuration (${CMAKE_BUILD_TYPE}):")
-message(STATUS "  core: socket transport on Boost.Asio ${Boost_VERSION}")
+message(STATUS "  library: socket and shared-memory transports on Boost.Asio ${Boost_VERSION}")
 coll_report("tests (GoogleTest)" "${GTest_FOUND}" "${COLL_BUILD_TESTS}" "")
 coll_report("micro-benchmarks (Google Benchmark)" "${benchmark_FOUND}" "${COLL_BUILD_BENCH}" "")
 coll_report("CUDA" "${COLL_HAVE_CUDA}" "${COLL_WITH_CUDA}" " (device buffers: cuda_ipc on one host, staged through pinned memory elsewhere)")

@@ -14,7 +14,7 @@
 #include "coll/communicator.h"
 #include "coll/error.h"
 #include "coll_topo_print.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "topology/topology.h"
 
 namespace {

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "algorithms/catalog.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "topology/cost_model.h"
 #include "topology/selector.h"
 

@@ -23,7 +23,7 @@
 #include "collrun_job.h"
 #include "collrun_output.h"
 #include "collrun_spawn.h"
-#include "core/status.h"
+#include "base/status.h"
 
 extern char** environ;
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "algorithms/catalog.h"
-#include "topology/host_grouping.h"
+#include "bootstrap/host_grouping.h"
 #include "topology/selector.h"
 
 namespace {

@@ -18,7 +18,7 @@ import re
 import sys
 
 ALGOS = ["ring", "direct", "hierarchical", "rhd", "tree", "rd"]
-SLICE = 512 << 10  # COLL_SLICE_BYTES default (src/core/config.h)
+SLICE = 512 << 10  # COLL_SLICE_BYTES default (src/base/config.h)
 ELEM = 4           # all_reduce_perf: float32
 
 

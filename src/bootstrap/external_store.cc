@@ -4,7 +4,7 @@
 #include <atomic>
 #include <exception>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::bootstrap {
 namespace {

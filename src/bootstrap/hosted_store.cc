@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "bootstrap/store.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 
 namespace coll::bootstrap {
 

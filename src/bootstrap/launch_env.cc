@@ -13,8 +13,8 @@
 #include "bootstrap/hosted_store.h"
 #include "bootstrap/pmi1.h"
 #include "bootstrap/slurm_hostlist.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 
 namespace coll::bootstrap {
 namespace {

@@ -1,6 +1,6 @@
 #include "bootstrap/pmi1.h"
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::bootstrap {
 

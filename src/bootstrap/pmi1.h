@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/fd_io.h"
+#include "base/fd_io.h"
 
 namespace coll::bootstrap {
 

@@ -7,8 +7,8 @@
 #include "bootstrap/auth.h"
 #include "bootstrap/store.h"
 #include "bootstrap/store_protocol.h"
-#include "core/fd_io.h"
-#include "core/log.h"
+#include "base/fd_io.h"
+#include "base/log.h"
 
 namespace coll::bootstrap {
 namespace {

@@ -10,8 +10,8 @@
 #include "bootstrap/auth.h"
 #include "bootstrap/store.h"
 #include "bootstrap/store_protocol.h"
-#include "core/asio.h"
-#include "core/log.h"
+#include "base/asio.h"
+#include "base/log.h"
 
 namespace coll::bootstrap {
 namespace {

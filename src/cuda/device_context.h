@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstddef>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace coll::cuda {
 

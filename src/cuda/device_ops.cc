@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "cuda/device_reduce.h"
 #include "cuda/ipc_collective.h"
 #include "cuda/runtime.h"

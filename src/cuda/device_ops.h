@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
-#include "core/config.h"
-#include "core/op.h"
-#include "core/status.h"
+#include "base/config.h"
+#include "exec/op.h"
+#include "base/status.h"
 
 namespace coll::cuda {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "cuda/driver_entry.h"
 #include "cuda/runtime.h"
 

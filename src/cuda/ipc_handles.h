@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace coll::cuda {
 

@@ -5,7 +5,7 @@
 
 #include <atomic>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "cuda/driver_entry.h"
 
 namespace coll::cuda {

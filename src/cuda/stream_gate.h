@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/status.h"
-#include "core/work_state.h"
+#include "base/status.h"
+#include "exec/work_state.h"
 
 namespace coll::cuda {
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::topology {
 namespace {

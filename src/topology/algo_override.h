@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "algorithms/catalog.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace coll::topology {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "topology/selector.h"
 
 namespace coll::topology {

@@ -6,7 +6,7 @@
 
 #include "algorithms/patterns/ring.h"
 #include "algorithms/schedule_builder.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "reduce/reduce.h"
 
 namespace coll::topology {

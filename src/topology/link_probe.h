@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "bootstrap/store.h"
-#include "core/executor.h"
+#include "exec/executor.h"
 #include "topology/topology.h"
 
 namespace coll::topology {

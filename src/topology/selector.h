@@ -16,7 +16,7 @@
 
 #include "algorithms/catalog.h"
 #include "topology/algo_override.h"
-#include "topology/host_grouping.h"
+#include "bootstrap/host_grouping.h"
 #include "topology/topology.h"
 #include "topology/tuning.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::topology {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "topology/detector.h"
-#include "topology/host_grouping.h"
+#include "bootstrap/host_grouping.h"
 #include "topology/json.h"
 
 namespace coll::topology {

@@ -1,6 +1,6 @@
 #include "topology/topology_exchange.h"
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::topology {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "topology/host_grouping.h"
+#include "bootstrap/host_grouping.h"
 #include "topology/link_probe.h"
 #include "topology/topology.h"
 

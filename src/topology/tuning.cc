@@ -6,7 +6,7 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::topology {
 

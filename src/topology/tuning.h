@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "algorithms/catalog.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "topology/json.h"
 
 namespace coll::topology {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "trainer/prefetcher.h"
 
 namespace coll::trainer {

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "bootstrap/store.h"
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::transport {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/network_choice.h"
 #include "transport/shm/transport.h"
 #include "transport/socket/transport.h"

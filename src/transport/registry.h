@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "topology/host_grouping.h"
+#include "base/config.h"
+#include "bootstrap/host_grouping.h"
 #include "transport/transport.h"
 
 namespace coll::transport {

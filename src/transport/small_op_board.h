@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "coll/types.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "transport/transport.h"
 
 namespace coll::transport {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "coll/types.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace coll::bootstrap {
 class StoreClient;
@@ -101,7 +101,7 @@ class Transport {
   // unusable (e.g. aborted); per-request failures arrive as Completions.
   virtual Status progress(std::vector<Completion>* out, Deadline until) = 0;
 
-  // Blocking on several transports at once (core/executor.cc), instead of in each in turn:
+  // Blocking on several transports at once (exec/executor.cc), instead of in each in turn:
   // pollFds() adds the descriptors that turn ready when this transport may have news (false:
   // it cannot be waited on that way); armForPoll(), called next, makes sure its peers' news
   // will make one ready and returns false if news came meanwhile (then nobody blocks);

@@ -1,13 +1,13 @@
 // Fuzz target: a ledger snapshot as read back from the rendezvous store after a failure
-// (src/core/ledger.cc, LedgerSnapshot::decode), where any rank, or any build of coll, may
+// (src/comm/ledger.cc, LedgerSnapshot::decode), where any rank, or any build of coll, may
 // have written it. Decoding either refuses the bytes or yields a snapshot whose every field
 // can be printed into the survivor's error message; encoding it again gives the same bytes
 // back up to the error text's terminator.
 #include <cstdint>
 #include <string>
 
-#include "core/ledger.h"
-#include "core/stall_report.h"
+#include "comm/ledger.h"
+#include "comm/stall_report.h"
 #include "fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -17,7 +17,7 @@
 #include "bootstrap/auth.h"
 #include "bootstrap/store.h"
 #include "bootstrap/store_protocol.h"
-#include "core/fd_io.h"
+#include "base/fd_io.h"
 #include "fuzz/fuzz_check.h"
 
 namespace {

@@ -2,7 +2,7 @@
 // the real socket code. Blocking; every call is bounded by the kernel's loopback buffers.
 #pragma once
 
-#include "core/fd_io.h"
+#include "base/fd_io.h"
 
 namespace coll::fuzz {
 

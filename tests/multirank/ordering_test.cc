@@ -151,7 +151,7 @@ void boundedWaitReturnsFalseWhileRunning(Communicator& comm, Rank& self) {
 }
 
 // Ops nobody waits on (overlap with compute, polled with test()) still run: the progress
-// thread takes an op that no waiter ran inline (src/core/progress.cc).
+// thread takes an op that no waiter ran inline (src/comm/progress.cc).
 void opsNobodyWaitsOnStillFinish(Communicator& comm, Rank&) {
   const int n = comm.size();
   std::vector<float> a(4099, 1.0f), b(17, 2.0f);

@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "bootstrap/store.h"
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::test {
 namespace {

@@ -11,7 +11,7 @@
 #include <functional>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace coll::test {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "bootstrap/store.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "multirank/rank_runner.h"
 #include "transport/transport.h"
 

@@ -2,9 +2,9 @@
 // sentence a stalled op's error carries, and COLL_CHECK's comparison of calls.
 #include <gtest/gtest.h>
 
-#include "core/call_check.h"
-#include "core/ledger.h"
-#include "core/stall_report.h"
+#include "comm/call_check.h"
+#include "comm/ledger.h"
+#include "comm/stall_report.h"
 
 namespace coll {
 namespace {

@@ -2,7 +2,7 @@
 // compares the results with each collective's reference semantics.
 //
 // Every collective in the catalogue has its reference semantics here, with the buffer
-// conventions the communicator maps user buffers onto (src/core/op.cc, planOp): which part of
+// conventions the communicator maps user buffers onto (src/exec/op.cc, planOp): which part of
 // each rank's input holds data, which part of its output it may touch at all (e.g. a non-root's
 // gather output is an empty workspace), which ranks are in place, and what each rank's output
 // must hold afterwards.

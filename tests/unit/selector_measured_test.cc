@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "topology/selector.h"
 
 namespace coll::topology {

@@ -4,7 +4,7 @@
 #include "topology/algo_override.h"
 #include <cstdlib>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "topology/json.h"
 #include "topology/selector.h"
 

@@ -1,7 +1,7 @@
-// planShrink: the survivors' new positions and namespace (src/core/shrink.h).
+// planShrink: the survivors' new positions and namespace (src/comm/shrink.h).
 #include <gtest/gtest.h>
 
-#include "core/shrink.h"
+#include "comm/shrink.h"
 
 namespace coll {
 namespace {

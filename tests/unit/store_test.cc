@@ -10,7 +10,7 @@
 #include "bootstrap/auth.h"
 #include "bootstrap/store.h"
 #include "bootstrap/store_protocol.h"
-#include "core/fd_io.h"
+#include "base/fd_io.h"
 
 namespace coll::bootstrap {
 namespace {

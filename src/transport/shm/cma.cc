@@ -8,7 +8,7 @@
 #include <cstring>
 #include <random>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::transport::shm {
 namespace {

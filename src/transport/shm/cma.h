@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace coll::transport::shm {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "reduce/reduce.h"
 #include "reduce/stream_copy.h"
 #include "transport/shm/cma.h"

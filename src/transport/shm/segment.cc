@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "bootstrap/auth.h"
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::transport::shm {
 namespace {

@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <string>
 
-#include "core/fd_io.h"
-#include "core/status.h"
+#include "base/fd_io.h"
+#include "base/status.h"
 #include "transport/shm/layout.h"
 
 namespace coll::transport::shm {

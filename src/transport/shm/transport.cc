@@ -12,7 +12,7 @@
 #include <new>
 
 #include "bootstrap/store.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/abort_signal.h"
 #include "reduce/reduce.h"
 #include "transport/shm/board.h"

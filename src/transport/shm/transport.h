@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "transport/transport.h"
 
 namespace coll::transport::shm {

@@ -1,5 +1,5 @@
 // Waking a rank that waits in poll() rather than on its futex: while it waits on shared memory
-// and sockets at once (hierarchical algorithms; core/executor.cc), a futex cannot wake it, so
+// and sockets at once (hierarchical algorithms; exec/executor.cc), a futex cannot wake it, so
 // peers that ring its doorbell send a one-byte datagram to its wake socket instead.
 //
 // The wake socket is a Unix datagram socket in the abstract namespace, named after the rank's
@@ -11,8 +11,8 @@
 
 #include <string>
 
-#include "core/fd_io.h"
-#include "core/status.h"
+#include "base/fd_io.h"
+#include "base/status.h"
 
 namespace coll::transport::shm {
 

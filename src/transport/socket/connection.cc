@@ -1,6 +1,6 @@
 #include "transport/socket/connection.h"
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::transport::socket {
 

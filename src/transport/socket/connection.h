@@ -6,8 +6,8 @@
 #include <deque>
 #include <vector>
 
-#include "core/asio.h"
-#include "core/fd_io.h"
+#include "base/asio.h"
+#include "base/fd_io.h"
 #include "transport/socket/wire.h"
 #include "transport/transport.h"
 

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "bootstrap/auth.h"
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::transport::socket {
 namespace {

@@ -7,8 +7,8 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
-#include "core/fd_io.h"
-#include "core/log.h"
+#include "base/fd_io.h"
+#include "base/log.h"
 
 namespace coll::transport::socket {
 namespace {

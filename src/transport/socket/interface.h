@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace coll::transport::socket {
 

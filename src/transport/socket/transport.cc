@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 
 #include "bootstrap/store.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/abort_signal.h"
 #include "transport/socket/connection.h"
 #include "transport/socket/handshake.h"

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "transport/transport.h"
 
 namespace coll::transport::socket {

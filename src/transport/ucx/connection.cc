@@ -2,7 +2,7 @@
 
 #include <ucs/config/global_opts.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/ucx/tag.h"
 #include "transport/ucx/worker.h"
 

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace coll::transport::ucx {
 

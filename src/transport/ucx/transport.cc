@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "bootstrap/store.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/abort_signal.h"
 #include "transport/ucx/connection.h"
 #include "transport/ucx/peer_card.h"

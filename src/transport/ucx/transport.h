@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "transport/transport.h"
 
 namespace coll::transport::ucx {

@@ -4,7 +4,7 @@
 #include <time.h>
 
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::transport::ucx {
 namespace {

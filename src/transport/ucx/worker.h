@@ -1,6 +1,6 @@
 // A UCP context and one worker over it: what a ucx Transport (one per communicator) owns. The
 // worker is serialized (UCS_THREAD_MODE_SERIALIZED): one thread at a time drives it, the progress
-// thread or a thread running ops inline while it waits (core/work_state.h).
+// thread or a thread running ops inline while it waits (exec/work_state.h).
 //
 // Waiting: the worker is created with UCP_FEATURE_WAKEUP when UCX grants it, so an idle
 // progress thread can sleep on the worker's event fd (arm, then poll) instead of spinning;
@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace coll::transport::ucx {
 

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::transport::verbs {
 namespace {

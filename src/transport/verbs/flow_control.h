@@ -10,7 +10,7 @@
 #include <deque>
 #include <optional>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace coll::transport::verbs {
 

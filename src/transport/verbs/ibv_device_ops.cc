@@ -8,7 +8,7 @@
 #include <cstring>
 #include <map>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::transport::verbs {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/verbs_device.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/verbs/slot_layout.h"
 
 namespace coll::transport::verbs {

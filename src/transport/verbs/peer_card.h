@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "transport/verbs/verbs_device.h"
 
 namespace coll::transport::verbs {

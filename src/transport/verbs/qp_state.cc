@@ -1,6 +1,6 @@
 #include "transport/verbs/qp_state.h"
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace coll::transport::verbs {
 

@@ -17,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace coll::transport::verbs {
 

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "bootstrap/store.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/abort_signal.h"
 #include "transport/verbs/connection.h"
 #include "transport/verbs/device.h"

@@ -16,7 +16,7 @@
 
 #include <memory>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_device.h"
 

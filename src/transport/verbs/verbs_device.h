@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "transport/verbs/qp_state.h"
 
 namespace coll::transport::verbs {

@@ -1,0 +1,32 @@
+// Which ranks share a host. A host is named by hostname + boot id, so two containers or
+// network namespaces with their own hostnames count as different hosts even on one kernel
+// (shared memory must not cross what the user thinks of as a machine boundary), and two
+// hosts that happen to share a hostname still differ by boot id. COLL_HOST_ID overrides it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bootstrap/store.h"
+#include "base/status.h"
+
+namespace coll::topology {
+
+// COLL_HOST_ID when set, with "{rank/K}" replaced by rank / K (so one machine can pose as
+// several hosts of K ranks, for tests and experiments); else hostname/boot-id.
+std::string localHostId(const std::string& override_id, int rank);
+
+struct HostGrouping {
+  std::vector<std::string> host_of_rank;  // host id per rank
+  std::vector<int> local_peers;           // ranks on this host, without this rank
+  int local_rank = 0;                     // index of this rank among the ranks of its host
+  int local_size = 1;
+  int num_hosts = 1;
+  std::vector<std::vector<int>> ranks_of_host;  // hosts ordered by their lowest rank
+};
+
+// Publishes this rank's host id in the store and reads everyone's (collective).
+Status exchangeHostIds(bootstrap::StoreClient& store, const std::string& key_prefix, int rank, int size,
+                       const std::string& my_host_id, bootstrap::Deadline deadline, HostGrouping* out);
+
+}  // namespace coll::topology

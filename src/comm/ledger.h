@@ -1,0 +1,86 @@
+// The collective ledger: what this rank's communicator is doing, always on, so that a
+// timeout or failure can say which ranks never arrived and where each one is.
+//
+// Every op gets a fingerprint (op, dtype, count, root, reduction, algorithm). The progress
+// thread records the op it starts and the op it completes; the issuing thread counts the
+// collectives it issued. Nothing leaves the process on the fast path: the ledger is read only
+// when a peer asks for it after a failure (ledger_responder.h) or when COLL_CHECK compares
+// fingerprints (call_check.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "exec/op.h"
+
+namespace coll {
+
+// 32 bytes, compared byte for byte across ranks: fields that do not apply to an op are zero
+// (root -1), so two ranks making the same call produce identical bytes.
+struct OpFingerprint {
+  uint8_t kind = 0;   // OpKind
+  uint8_t type = 0;   // DataType
+  uint8_t op = 0;     // ReduceOp, reducing collectives only
+  uint8_t unused = 0;
+  int32_t root = -1;  // rooted collectives; the peer for send/recv
+  uint64_t count = 0;
+  char algorithm[16] = {};  // empty until the progress thread picked one
+
+  static OpFingerprint of(const OpRequest& op, const std::string& algorithm);
+  bool operator==(const OpFingerprint& o) const;
+  // "allreduce(f32 x 1000, sum, direct)", "broadcast(f32 x 1000, root 0, chain)"
+  std::string describe() const;
+};
+static_assert(sizeof(OpFingerprint) == 32, "exchanged between ranks as raw bytes");
+
+constexpr uint64_t kNotCollective = UINT64_MAX;  // LedgerEntry::collective of send/recv/group
+
+struct LedgerEntry {
+  uint64_t sequence = 0;                  // the op's number on this rank ("allreduce #42")
+  uint64_t collective = kNotCollective;   // its collective number, equal on every rank
+  OpFingerprint fingerprint;
+  std::string label() const;  // "allreduce #42"
+};
+
+// One rank's ledger at one moment, as it travels through the store (fixed-size bytes).
+struct LedgerSnapshot {
+  int32_t rank = -1;
+  uint64_t collectives_issued = 0;     // by the application
+  uint64_t collectives_started = 0;    // by the progress thread
+  uint64_t collectives_completed = 0;  // successfully
+  bool busy = false;                   // in `current` now
+  bool has_last = false;
+  bool failed = false;                 // the communicator has failed (error below)
+  LedgerEntry current;
+  LedgerEntry last;                    // the last op completed (successfully or not)
+  std::string error;                   // the communicator's first error, truncated
+
+  std::string encode() const;
+  static std::optional<LedgerSnapshot> decode(const std::string& bytes);
+};
+
+class Ledger {
+ public:
+  explicit Ledger(int rank) : rank_(rank) {}
+
+  // Issuing thread: one more collective issued (one relaxed store).
+  void issued(uint64_t collectives) { issued_.store(collectives, std::memory_order_relaxed); }
+  // Progress thread: brackets every op it executes.
+  void started(const LedgerEntry& entry);
+  void completed(bool ok);
+  // The communicator's first error; read by peers that ask.
+  void failed(const std::string& error);
+
+  LedgerSnapshot snapshot() const;  // any thread
+
+ private:
+  const int rank_;
+  std::atomic<uint64_t> issued_{0};
+  mutable std::mutex mu_;  // the progress thread writes, a responder reads rarely: uncontended
+  LedgerSnapshot state_;
+};
+
+}  // namespace coll

@@ -1,0 +1,59 @@
+// How ranks read each other's ledgers after a failure, through the rendezvous store.
+//
+// Asking costs nothing until something fails: each rank keeps one extra store connection on
+// which a responder thread is parked in a GET for the next question. A rank whose op failed
+// takes a question number k from a counter, sets "<prefix>ledger/ask/<k>", and every live
+// responder answers with its snapshot under "<prefix>ledger/answer/<k>/<rank>". A rank that is
+// stopped (SIGSTOP), dead, or whose process is wedged does not answer within the window and is
+// reported as such. Every store call carries a deadline; the window bounds the whole exchange.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/store.h"
+#include "comm/ledger.h"
+
+namespace coll {
+
+// Answers other ranks' questions for as long as it lives. Its own thread and store client.
+class LedgerResponder {
+ public:
+  // Opens a store connection of its own (a parked GET must not block the communicator's).
+  using Connect = std::function<Status(bootstrap::Deadline, std::unique_ptr<bootstrap::StoreClient>*)>;
+  static Status start(Connect connect, const std::string& key_prefix, const Ledger* ledger,
+                      bootstrap::Deadline connect_deadline, std::unique_ptr<LedgerResponder>* out);
+  ~LedgerResponder();  // cancels the parked GET and joins the thread: returns promptly
+
+ private:
+  LedgerResponder(std::unique_ptr<bootstrap::StoreClient> store, Connect connect, std::string key_prefix,
+                  const Ledger* ledger);
+  void loop();
+  Status reconnect();
+
+  std::mutex store_mu_;  // guards replacing store_ against cancel() from the destructor
+  std::unique_ptr<bootstrap::StoreClient> store_;
+  Connect connect_;
+  std::string key_prefix_;
+  const Ledger* ledger_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+struct LedgerAnswers {
+  std::vector<std::optional<LedgerSnapshot>> of_rank;  // nullopt: did not answer in the window
+  std::string store_problem;  // why the store could not be asked at all (empty: it could)
+};
+
+// Asks every other rank (caller's own snapshot goes in as `mine`) and collects what arrives
+// before window_end. Progress thread (it uses the communicator's store client).
+LedgerAnswers askLedgers(bootstrap::StoreClient& store, const std::string& key_prefix, int rank, int size,
+                         const LedgerSnapshot& mine, bootstrap::Deadline window_end);
+
+}  // namespace coll

@@ -1,0 +1,151 @@
+// Who runs a communicator's ops, one at a time in issue order: the progress thread, or a thread
+// waiting on a Work, which runs the ops queued up to its own (work_state.h says why). Both
+// take engine_mu_ before popping an op, so ops start in issue order whoever runs them.
+#include <chrono>
+
+#include "comm/communicator_impl.h"
+#include "base/log.h"
+#include "base/spin_wait.h"
+
+namespace coll {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a queued op is left to a thread that may be about to wait on it (and run it inline)
+// before the progress thread takes it. A thread that waits right after issuing (a blocking
+// call, torch's async_op=False) arrives within a microsecond or two; an op nobody waits on yet
+// (DDP's buckets, overlapped with the backward pass) starts this late at most.
+constexpr auto kInlineGrace = std::chrono::microseconds(100);
+// While ops keep coming, the idle progress thread polls the queue this often rather than being
+// woken by each push: a wake-up costs the issuing thread a system call (about a microsecond,
+// as much as a whole small all-reduce over shared memory), the poll costs the idle thread a
+// few microseconds of CPU 5,000 times a second (about 1% of a core).
+constexpr auto kHotPoll = std::chrono::microseconds(200);
+// After this long without a new op the progress thread sleeps until a push wakes it.
+constexpr auto kHotFor = std::chrono::milliseconds(20);
+
+}  // namespace
+
+void CommunicatorImpl::push(OpRequest op, bool keeps_hot) {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) throw Error(ErrorCode::InvalidArgument, "communicator is being destroyed");
+    op.enqueued = Clock::now();
+    if (keeps_hot) last_push_ = op.enqueued;
+    else unkicked_.store(true, std::memory_order_relaxed);
+    queue_.push_back(std::move(op));
+    queued_.fetch_add(1, std::memory_order_release);
+    wake = (progress_cold_ && keeps_hot) || !config_.inline_ops;
+  }
+  if (wake) queue_cv_.notify_one();
+}
+
+void CommunicatorImpl::kick() {
+  if (!unkicked_.exchange(false, std::memory_order_acq_rel)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // not between the progress thread's look and its wait
+  }
+  queue_cv_.notify_one();
+}
+
+// A group's members finish with the group.
+void CommunicatorImpl::complete(OpRequest& op, const std::optional<Error>& error) {
+  if (op.members)
+    for (OpRequest& member : *op.members) member.work->complete(error);
+  op.work->complete(error);
+}
+
+void CommunicatorImpl::progressLoop() {
+  for (;;) {
+    if (!config_.inline_ops) spinUntil([&] { return queued_.load(std::memory_order_acquire) > 0; });
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!waitForWork(lock)) return;
+    }
+    std::lock_guard<std::mutex> engine(engine_mu_);  // waits while a waiter drives ops inline
+    bool close = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      close = close_pending_;
+      close_pending_ = false;
+    }
+    if (close) {
+      // The transport is driven by the engine_mu_ holder: it closes the connections of an
+      // aborted transport inside progress(), so peers fail now rather than at their deadline.
+      std::vector<transport::Completion> ignored;
+      for (auto& t : transports_.owned) (void)t->progress(&ignored, transport::Clock::now());
+      continue;
+    }
+    while (runNext()) {
+    }
+  }
+}
+
+// Sleeps until there is something for the progress thread to do: a connection to close, or a
+// queued op that nobody took inline within kInlineGrace. False: destroyed, nothing left to run.
+bool CommunicatorImpl::waitForWork(std::unique_lock<std::mutex>& lock) {
+  for (;;) {
+    progress_cold_ = false;
+    if (close_pending_) return true;
+    auto now = Clock::now();
+    if (!queue_.empty()) {
+      auto due = queue_.front().enqueued + kInlineGrace;
+      if (stopping_ || !config_.inline_ops || now >= due) return true;
+      queue_cv_.wait_until(lock, due);
+    } else if (stopping_) {
+      return false;
+    } else if (config_.inline_ops && now - last_push_ < kHotFor) {
+      queue_cv_.wait_for(lock, kHotPoll);
+    } else {
+      progress_cold_ = true;
+      queue_cv_.wait(lock);
+    }
+  }
+}
+
+bool CommunicatorImpl::driveUntilDone(const detail::WorkState& work) {
+  if (inForkedChild()) return false;
+  std::unique_lock<std::mutex> engine(engine_mu_, std::try_to_lock);
+  if (!engine.owns_lock()) return false;
+  while (!work.finished.load(std::memory_order_acquire) && runNext()) {
+  }
+  return true;
+}
+
+// Pops the oldest queued op and runs it. engine_mu_ held. False: nothing queued.
+bool CommunicatorImpl::runNext() {
+  OpRequest op;
+  std::optional<Error> failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.empty()) return false;
+    op = std::move(queue_.front());
+    queue_.pop_front();
+    queued_.fetch_sub(1, std::memory_order_relaxed);
+    failed = first_error_;
+  }
+  runOp(op, failed);
+  return true;
+}
+
+void CommunicatorImpl::runOp(OpRequest& op, const std::optional<Error>& failed) {
+  if (failed) {
+    complete(op, Error(failed->code(), opLabel(op, "") + ": communicator already failed: " + failed->what()));
+    return;
+  }
+  std::string algorithm;
+  bool refused = false;
+  Status st = execute(op, &algorithm, &refused);
+  ledger_.completed(st.isOk());
+  if (st) {
+    complete(op, std::nullopt);
+  } else if (refused) {  // every rank refused it before data moved: the communicator is intact
+    complete(op, st.toError(opLabel(op, algorithm)));
+  } else {
+    onFailure(op, st.toError(opLabel(op, algorithm)));
+  }
+}
+
+}  // namespace coll

@@ -1,0 +1,65 @@
+#include "coll/work.h"
+
+#include "base/spin_wait.h"
+#include "exec/work_state.h"
+
+namespace coll {
+namespace {
+const Error kInvalidWork(ErrorCode::InvalidArgument, "wait on an empty coll::Work (default-constructed)");
+
+// Runs the queued ops up to this one in the calling thread, unless another thread is at it.
+void driveInline(detail::WorkState& state) {
+  if (state.finished.load(std::memory_order_acquire) || !state.link) return;
+  std::lock_guard<std::mutex> lock(state.link->mu);
+  if (state.link->driver) state.link->driver->driveUntilDone(state);
+}
+// For a thread that will not drive: makes sure the progress thread runs the op.
+void kickProgress(detail::WorkState& state) {
+  if (state.finished.load(std::memory_order_acquire) || !state.link) return;
+  std::lock_guard<std::mutex> lock(state.link->mu);
+  if (state.link->driver) state.link->driver->kick();
+}
+}  // namespace
+
+bool Work::test() const {
+  if (!state_) throw kInvalidWork;
+  kickProgress(*state_);
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->done;
+}
+
+void Work::wait() const {
+  if (!state_) throw kInvalidWork;
+  driveInline(*state_);
+  spinUntil([&] { return state_->finished.load(std::memory_order_acquire); });
+  // finished is stored (release) after done and error, which never change again.
+  if (state_->finished.load(std::memory_order_acquire)) {
+    if (state_->error) throw *state_->error;
+    return;
+  }
+  std::unique_lock<std::mutex> lock(state_->mu);
+  // No deadline here on purpose: the progress thread completes every op by its own deadline
+  // (COLL_TIMEOUT from when it starts), so this wait is bounded by the ops queued before it.
+  state_->cv.wait(lock, [&] { return state_->done; });
+  if (state_->error) throw *state_->error;
+}
+
+bool Work::wait(std::chrono::milliseconds timeout) const {
+  if (!state_) throw kInvalidWork;
+  kickProgress(*state_);
+  std::unique_lock<std::mutex> lock(state_->mu);
+  if (!state_->cv.wait_for(lock, timeout, [&] { return state_->done; })) return false;
+  if (state_->error) throw *state_->error;
+  return true;
+}
+
+std::optional<Error> Work::error() const {
+  if (!state_) return std::nullopt;
+  kickProgress(*state_);
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->error;
+}
+
+uint64_t Work::sequence() const { return state_ ? state_->sequence : 0; }
+
+}  // namespace coll
