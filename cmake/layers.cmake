@@ -30,4 +30,6 @@ endforeach()
 function(coll_layer name)
   add_library(coll_${name} OBJECT ${ARGN})
   target_link_libraries(coll_${name} PUBLIC coll_${name}_headers Threads::Threads PRIVATE Boost::headers)
+  # libcoll.so exports only what the public headers mark COLL_API (include/coll/export.h).
+  set_target_properties(coll_${name} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 endfunction()

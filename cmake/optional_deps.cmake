@@ -79,5 +79,17 @@ if(COLL_HAVE_PYTHON AND COLL_WITH_TORCH)
   endif()
 endif()
 
+# The trainer reads gzip'd data with zlib; its digits data set comes from scikit-learn, which
+# the build exports into build/data/digits.csv (tools/CMakeLists.txt).
+find_package(ZLIB QUIET)
+set(COLL_HAVE_SKLEARN OFF)
+if(EXISTS /usr/bin/python3)
+  execute_process(COMMAND /usr/bin/python3 -c "import sklearn.datasets" RESULT_VARIABLE _sklearn_rc
+                  OUTPUT_QUIET ERROR_QUIET)
+  if(_sklearn_rc EQUAL 0)
+    set(COLL_HAVE_SKLEARN ON)
+  endif()
+endif()
+
 find_package(GTest QUIET)
 find_package(benchmark QUIET)

@@ -41,7 +41,8 @@ std::string digitsPath(const TrainOptions& o) {
   struct stat st {};
   if (::stat(COLL_DIGITS_CSV_DEFAULT, &st) == 0) return COLL_DIGITS_CSV_DEFAULT;
   throw std::runtime_error(std::string("no digits CSV at ") + COLL_DIGITS_CSV_DEFAULT +
-                           ": run tools/export_digits.py (it needs python3-sklearn) or pass --data");
+                           ": the build writes it when scikit-learn is installed (apt-get install python3-sklearn, then "
+                           "rebuild), or pass --data");
 }
 
 TeacherSpec teacherSpec(const TrainOptions& o) {

@@ -16,12 +16,17 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-# Build needs, then what the tests and benchmarks compare against (launchers, peers).
-packages=(build-essential cmake ninja-build pkg-config libboost-dev libgtest-dev libgmock-dev
-          libbenchmark-dev openmpi-bin libopenmpi-dev mpich python3-torch libtorch-dev python3-numpy python3-pytest
-          pybind11-dev iperf3 libucx-dev libibverbs-dev
-          iproute2 procps python3-matplotlib
-          zlib1g-dev python3-sklearn)  # the trainer reads sklearn's digits.csv.gz with zlib
+# Everything the build, the tests and the benchmarks use, by Debian package. tools/check_deps.py
+# (run by .ci/run after the build) fails when the build used a header or library from a
+# package that is neither here nor a dependency of one listed here.
+packages=(build-essential cmake ninja-build pkg-config libboost-dev zlib1g-dev  # the library, trainer
+          libgtest-dev libgmock-dev libbenchmark-dev python3-pytest            # tests, micro-benchmarks
+          libhwloc-dev libucx-dev libibverbs-dev                               # optional: topology, ucx, verbs
+          pybind11-dev python3-dev python3-numpy python3-torch libtorch-dev    # optional: Python, torch backend
+          python3-venv python3-setuptools                                      # pip install ./bindings/python
+          python3-sklearn                                                      # the trainer's digits data
+          openmpi-bin libopenmpi-dev mpich libmpich-dev                        # launchers and peer benchmarks
+          iperf3 iproute2 procps python3-matplotlib)                           # netcluster, plots
 
 install_missing() {
   local missing=() p
@@ -35,15 +40,16 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# configure_and_build [TARGET...]: configures, then builds the named targets (all without any).
 configure_and_build() {
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-  cmake --build "$build" -j "$(nproc)"
+  if [[ $# -gt 0 ]]; then cmake --build "$build" -j "$(nproc)" --target "$@"; else cmake --build "$build" -j "$(nproc)"; fi
 }
 
 case $verb in
   bench)
     [[ $install == 1 ]] && install_missing
-    configure_and_build
+    configure_and_build collrun all_reduce_perf broadcast_perf  # only what it runs
     "$build/bin/collrun" -n 4 "$build/bin/all_reduce_perf" -b 8 -e 64M -f 4 -n 10 -w 2 -c 1
     "$build/bin/collrun" -n 4 "$build/bin/broadcast_perf" -b 8 -e 64M -f 4 -n 10 -w 2 -c 1
     ;;

@@ -7,6 +7,10 @@
 isolated build would try to download them. The C++ library is linked in statically, so the
 installed package needs nothing from the source tree. The torch backend (coll.torch) is built
 when libtorch-dev is installed.
+
+COLL_SETUP_BUILD_DIR=DIR: build the extensions in that already configured build tree (e.g. the
+project's build/) instead of configuring a fresh one, so a test that pip-installs the package
+does not compile the library a second time.
 """
 import os
 import pathlib
@@ -29,11 +33,14 @@ class CMakeTarget(Extension):
 
 class CMakeBuild(build_ext):
     def run(self):
-        build = pathlib.Path(self.build_temp).resolve() / "cmake"
-        generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-        subprocess.check_call(["cmake", "-S", str(ROOT), "-B", str(build), *generator, "-DCMAKE_BUILD_TYPE=Release",
-                               "-DCOLL_BUILD_TESTS=OFF", "-DCOLL_BUILD_BENCH=OFF",
-                               f"-DPYTHON_EXECUTABLE={sys.executable}"])
+        if os.environ.get("COLL_SETUP_BUILD_DIR"):
+            build = pathlib.Path(os.environ["COLL_SETUP_BUILD_DIR"]).resolve()
+        else:
+            build = pathlib.Path(self.build_temp).resolve() / "cmake"
+            generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+            subprocess.check_call(["cmake", "-S", str(ROOT), "-B", str(build), *generator, "-DCMAKE_BUILD_TYPE=Release",
+                                   "-DCOLL_BUILD_TESTS=OFF", "-DCOLL_BUILD_BENCH=OFF",
+                                   f"-DPYTHON_EXECUTABLE={sys.executable}"])
         built = build / "python" / "coll"
         for ext in self.extensions:
             proc = subprocess.run(["cmake", "--build", str(build), "--target", ext.target, "-j", str(os.cpu_count() or 1)])

@@ -5,6 +5,9 @@
 
 #include <stddef.h>
 
+#include "coll/export.h"
+#include "coll/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -46,31 +49,45 @@ typedef struct collRequest* collRequest_t;
 /* A cudaStream_t where CUDA is used; NULL: the call completes before it returns. */
 typedef void* collStream_t;
 
-const char* collGetErrorString(collResult_t result);
+COLL_API const char* collGetErrorString(collResult_t result);
 /* The message of the last failed call on this thread (op, ranks, cause). */
-const char* collGetLastError(void);
+COLL_API const char* collGetLastError(void);
 
 /* Starts a rendezvous store in this process (the caller must be rank 0). */
-collResult_t collGetUniqueId(collUniqueId* uniqueId);
-collResult_t collCommInitRank(collComm_t* comm, int nranks, collUniqueId commId, int rank);
+COLL_API collResult_t collGetUniqueId(collUniqueId* uniqueId);
+COLL_API collResult_t collCommInitRank(collComm_t* comm, int nranks, collUniqueId commId, int rank);
 /* rank, size and rendezvous from the launcher: collrun, torchrun, mpirun, srun. */
-collResult_t collCommInitFromEnv(collComm_t* comm);
+COLL_API collResult_t collCommInitFromEnv(collComm_t* comm);
+/* The library's COLL_VERSION_CODE (as ncclGetVersion): compare it with the header's. */
+COLL_API collResult_t collGetVersion(int* version);
+/* What a program's collCommInitRank(...) and collCommInitFromEnv(...) calls become (the macros
+ * below): the header's version travels with the call, and a library of another major version
+ * is refused with collUnsupported and a message naming both versions and the library's file.
+ * The plain functions above stay exported for dlsym and function pointers, unchecked. */
+COLL_API collResult_t collCommInitRankVersioned(collComm_t* comm, int nranks, collUniqueId commId, int rank,
+                                                int headerVersion);
+COLL_API collResult_t collCommInitFromEnvVersioned(collComm_t* comm, int headerVersion);
+#ifndef COLL_NO_INIT_VERSION_CHECK
+#define collCommInitRank(comm, nranks, commId, rank) \
+  collCommInitRankVersioned((comm), (nranks), (commId), (rank), COLL_VERSION_CODE)
+#define collCommInitFromEnv(comm) collCommInitFromEnvVersioned((comm), COLL_VERSION_CODE)
+#endif
 /* Waits for queued ops, then frees. */
-collResult_t collCommDestroy(collComm_t comm);
+COLL_API collResult_t collCommDestroy(collComm_t comm);
 /* Fails pending ops, disconnects and frees; returns in bounded time. */
-collResult_t collCommAbort(collComm_t comm);
+COLL_API collResult_t collCommAbort(collComm_t comm);
 /* After a failure the survivors make *newcomm without excludeRanks (like ncclCommShrink):
  * every survivor passes the same ranks; comm stays valid until destroyed or aborted. */
-collResult_t collCommShrink(collComm_t comm, const int* excludeRanks, int excludeCount, collComm_t* newcomm);
-collResult_t collCommGetAsyncError(collComm_t comm, collResult_t* asyncError);
-collResult_t collCommCount(const collComm_t comm, int* count);
-collResult_t collCommUserRank(const collComm_t comm, int* rank);
+COLL_API collResult_t collCommShrink(collComm_t comm, const int* excludeRanks, int excludeCount, collComm_t* newcomm);
+COLL_API collResult_t collCommGetAsyncError(collComm_t comm, collResult_t* asyncError);
+COLL_API collResult_t collCommCount(const collComm_t comm, int* count);
+COLL_API collResult_t collCommUserRank(const collComm_t comm, int* rank);
 
 /* With stream == NULL these return once the op completed (or failed). */
-collResult_t collAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+COLL_API collResult_t collAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            collDataType_t datatype, collRedOp_t op, collComm_t comm,
                            collStream_t stream);
-collResult_t collBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+COLL_API collResult_t collBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            collDataType_t datatype, int root, collComm_t comm,
                            collStream_t stream);
 /* Counts follow NCCL: collAllGather and collGather take the count each rank sends,
@@ -80,47 +97,47 @@ collResult_t collBroadcast(const void* sendbuff, void* recvbuff, size_t count,
  * recvbuff == sendbuff + rank * recvcount; reduce sendbuff == recvbuff. collAlltoAll in place
  * is collInvalidArgument. recvbuff of collReduce and collGather and sendbuff of collScatter
  * are used on the root only (NULL elsewhere is fine). */
-collResult_t collReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
+COLL_API collResult_t collReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
                         collRedOp_t op, int root, collComm_t comm, collStream_t stream);
-collResult_t collAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+COLL_API collResult_t collAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            collDataType_t datatype, collComm_t comm, collStream_t stream);
-collResult_t collReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+COLL_API collResult_t collReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                collDataType_t datatype, collRedOp_t op, collComm_t comm,
                                collStream_t stream);
 /* NCCL (2.28+) spells it ncclAlltoAll. */
-collResult_t collAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+COLL_API collResult_t collAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                           collDataType_t datatype, collComm_t comm, collStream_t stream);
-collResult_t collGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+COLL_API collResult_t collGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                         collDataType_t datatype, int root, collComm_t comm, collStream_t stream);
-collResult_t collScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+COLL_API collResult_t collScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                          collDataType_t datatype, int root, collComm_t comm, collStream_t stream);
 /* Point-to-point, matched in issue order per pair and direction. Ops run one at a time in
  * issue order, and a blocking collSend returns once its data left: two ranks that both send
  * before they receive need messages small enough for the transport to buffer. */
-collResult_t collSend(const void* sendbuff, size_t count, collDataType_t datatype, int peer,
+COLL_API collResult_t collSend(const void* sendbuff, size_t count, collDataType_t datatype, int peer,
                       collComm_t comm, collStream_t stream);
-collResult_t collRecv(void* recvbuff, size_t count, collDataType_t datatype, int peer,
+COLL_API collResult_t collRecv(void* recvbuff, size_t count, collDataType_t datatype, int peer,
                       collComm_t comm, collStream_t stream);
 /* Returns once every rank has called it. */
-collResult_t collBarrier(collComm_t comm, collStream_t stream);
+COLL_API collResult_t collBarrier(collComm_t comm, collStream_t stream);
 
 /* Asynchronous forms: the op runs on the communicator's progress thread. */
-collResult_t collAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
+COLL_API collResult_t collAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
                                 collDataType_t datatype, collRedOp_t op, collComm_t comm,
                                 collRequest_t* request);
-collResult_t collBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count,
+COLL_API collResult_t collBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count,
                                 collDataType_t datatype, int root, collComm_t comm,
                                 collRequest_t* request);
 /* collSuccess when done, collInProgress while running, the op's error otherwise. */
-collResult_t collRequestTest(collRequest_t request);
+COLL_API collResult_t collRequestTest(collRequest_t request);
 /* timeout_ms < 0: wait up to the op's own deadline. collInProgress if timeout_ms expired. */
-collResult_t collRequestWait(collRequest_t request, long timeout_ms);
-collResult_t collRequestFree(collRequest_t request);
+COLL_API collResult_t collRequestWait(collRequest_t request, long timeout_ms);
+COLL_API collResult_t collRequestFree(collRequest_t request);
 
 /* Like ncclGroupStart/ncclGroupEnd: collSend/collRecv calls in between (on any communicator of
  * this thread) return at once and run together at collGroupEnd, which waits for all of them. */
-collResult_t collGroupStart(void);
-collResult_t collGroupEnd(void);
+COLL_API collResult_t collGroupStart(void);
+COLL_API collResult_t collGroupEnd(void);
 
 #ifdef __cplusplus
 }

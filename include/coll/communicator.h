@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "coll/error.h"
+#include "coll/export.h"
 #include "coll/store.h"
 #include "coll/types.h"
 #include "coll/work.h"
@@ -38,7 +39,7 @@ class CommunicatorImpl;
 // A cudaStream_t, without the CUDA headers.
 using Stream = void*;
 
-class Communicator {
+class COLL_API Communicator {
  public:
   // Reads rank, size and the rendezvous address from the launcher's environment: collrun,
   // torchrun, Open MPI, MPICH/Hydra (PMI-1) or Slurm, with MASTER_ADDR/MASTER_PORT overriding.

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "coll/export.h"
+
 namespace coll {
 
 // The order matches collResult_t in coll.h (offset by one: collSuccess is 0).
@@ -17,11 +19,11 @@ enum class ErrorCode : int {
   Internal,          // a bug in coll
 };
 
-const char* toString(ErrorCode code);
+COLL_API const char* toString(ErrorCode code);
 
 // The message names the op, its sequence number and the peers, e.g.
 // "allreduce #42 (ring, 64 MiB): peer 3 (10.0.0.4:5120) closed the connection at step 5/14".
-class Error : public std::runtime_error {
+class COLL_API Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message)
       : std::runtime_error(message), code_(code) {}

@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <string>
 
+#include "coll/export.h"
+
 namespace coll {
 
 // Implementations must allow calls from two threads at once (a communicator's progress thread
 // and the thread that answers its peers' questions after a failure).
-class KeyValueStore {
+class COLL_API KeyValueStore {
  public:
   virtual ~KeyValueStore() = default;
 

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "coll/export.h"
+
 namespace coll {
 
 // The order matches collDataType_t in coll.h; do not reorder.
@@ -16,17 +18,17 @@ inline constexpr int kNumDataTypes = 10;
 enum class ReduceOp : int32_t { sum, prod, min, max, avg };
 inline constexpr int kNumReduceOps = 5;
 
-bool isValid(DataType t);
-bool isValid(ReduceOp op);
+COLL_API bool isValid(DataType t);
+COLL_API bool isValid(ReduceOp op);
 
 // Bytes per element; 0 for an invalid type.
-size_t sizeOf(DataType t);
+COLL_API size_t sizeOf(DataType t);
 
-const char* toString(DataType t);
-const char* toString(ReduceOp op);
+COLL_API const char* toString(DataType t);
+COLL_API const char* toString(ReduceOp op);
 
 // Accepts the names toString prints and nccl-tests' names ("float", "half", "bfloat16", "int32", ...).
-std::optional<DataType> parseDataType(std::string_view name);
-std::optional<ReduceOp> parseReduceOp(std::string_view name);
+COLL_API std::optional<DataType> parseDataType(std::string_view name);
+COLL_API std::optional<ReduceOp> parseReduceOp(std::string_view name);
 
 }  // namespace coll

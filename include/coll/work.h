@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "coll/error.h"
+#include "coll/export.h"
 
 namespace coll {
 
@@ -17,7 +18,7 @@ struct WorkState;
 // A Work is a cheap, copyable handle to one collective. Any thread may call its methods.
 // Ops on one communicator complete in issue order, so waiting on the newest Work implies
 // every earlier one has finished too.
-class Work {
+class COLL_API Work {
  public:
   Work() = default;
   explicit Work(std::shared_ptr<detail::WorkState> state) : state_(std::move(state)) {}

@@ -11,6 +11,7 @@
 #include "coll/coll.h"
 #include "coll/communicator.h"
 #include "base/log.h"
+#include "comm/c_api_error.h"
 #include "cuda/runtime.h"
 
 struct collComm {
@@ -39,7 +40,7 @@ std::set<collComm_t> g_live;
 collResult_t toResult(coll::ErrorCode code) { return static_cast<collResult_t>(static_cast<int>(code)); }
 
 collResult_t failWith(collResult_t r, const std::string& message) {
-  g_last_error = message;
+  coll::capi::setLastError(message);
   return r;
 }
 
@@ -119,6 +120,8 @@ coll::ReduceOp reduceOp(collRedOp_t op) { return static_cast<coll::ReduceOp>(op)
 
 }  // namespace
 
+void coll::capi::setLastError(const std::string& message) { g_last_error = message; }
+
 extern "C" {
 
 const char* collGetErrorString(collResult_t r) {
@@ -154,7 +157,8 @@ collResult_t collGetUniqueId(collUniqueId* id) {
   });
 }
 
-collResult_t collCommInitRank(collComm_t* comm, int nranks, collUniqueId id, int rank) {
+// Parenthesised names: coll.h's macros of the same names (the versioned calls) stay out.
+collResult_t (collCommInitRank)(collComm_t* comm, int nranks, collUniqueId id, int rank) {
   if (!comm) return invalid("collCommInitRank: null comm pointer");
   if (nranks < 1 || rank < 0 || rank >= nranks)
     return invalid(coll::format("collCommInitRank: rank %d of %d is out of range", rank, nranks));
@@ -172,7 +176,7 @@ collResult_t collCommInitRank(collComm_t* comm, int nranks, collUniqueId id, int
   });
 }
 
-collResult_t collCommInitFromEnv(collComm_t* comm) {
+collResult_t (collCommInitFromEnv)(collComm_t* comm) {
   if (!comm) return invalid("collCommInitFromEnv: null comm pointer");
   return guarded([&] { return adopt(coll::Communicator::fromEnvironment(), comm); });
 }
