@@ -128,6 +128,21 @@ def commands(build):
                 continue
 
 
+def without_outputs(argv):
+    """argv less its outputs (-o, and -MD/-MF-style depfile options, which would take -M's list
+    away from stdout) and link flags."""
+    takes_value = {'-o', '-MF', '-MT', '-MQ'}
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in takes_value:
+            skip = True
+        elif a not in ('-MD', '-MMD', '-MP') and not a.startswith(('-l', '-L', '-Wl,')):
+            out.append(a)
+    return out
+
+
 def unrecorded_compile_headers(build, recorded):
     """Headers of compiles that left no deps record, by rerunning them with -M."""
     used = {}
@@ -139,8 +154,7 @@ def unrecorded_compile_headers(build, recorded):
         out = argv[argv.index('-o') + 1]
         if os.path.normpath(os.path.join(build, out)) in recorded:
             continue
-        probe = [a for i, a in enumerate(argv) if a != '-o' and (i == 0 or argv[i - 1] != '-o')]
-        probe = [a for a in probe if not a.startswith(('-l', '-L', '-Wl,'))] + ['-M']
+        probe = without_outputs(argv) + ['-M']
         r = subprocess.run(probe, capture_output=True, text=True, cwd=build)
         for path in r.stdout.replace('\\\n', ' ').split()[1:]:
             if path.startswith('/'):

@@ -23,7 +23,7 @@ packages=(build-essential cmake ninja-build pkg-config libboost-dev zlib1g-dev  
           libgtest-dev libgmock-dev libbenchmark-dev python3-pytest            # tests, micro-benchmarks
           libhwloc-dev libucx-dev libibverbs-dev                               # optional: topology, ucx, verbs
           pybind11-dev python3-dev python3-numpy python3-torch libtorch-dev    # optional: Python, torch backend
-          python3-venv python3-setuptools                                      # pip install ./bindings/python
+          python3-venv python3-setuptools python3-wheel                        # pip install ./bindings/python
           python3-sklearn                                                      # the trainer's digits data
           openmpi-bin libopenmpi-dev mpich libmpich-dev                        # launchers and peer benchmarks
           iperf3 iproute2 procps python3-matplotlib)                           # netcluster, plots
