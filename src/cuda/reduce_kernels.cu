@@ -51,27 +51,52 @@ struct Wide<T, true> {
   using type = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
 };
 
+// The host kernels' special-value rule (src/reduce/reduce.cc): a result computed from a NaN is
+// the canonical quiet NaN, and min/max order -0 below +0.
+template <class T>
+__device__ T canonicalNan() {
+  if constexpr (std::is_same_v<T, double>) return __longlong_as_double(0x7ff8000000000000LL);
+  else return __int_as_float(0x7fc00000);
+}
+template <class T>
+__device__ T canonical(T r) {
+  if constexpr (std::is_floating_point_v<T>) return r != r ? canonicalNan<T>() : r;
+  else return r;
+}
+
 struct Sum {
   template <class T>
   __device__ static T apply(T a, T b) {
     using W = typename Wide<T>::type;
-    return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
+    return canonical(static_cast<T>(static_cast<W>(a) + static_cast<W>(b)));
   }
 };
 struct Prod {
   template <class T>
   __device__ static T apply(T a, T b) {
     using W = typename Wide<T>::type;
-    return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
+    return canonical(static_cast<T>(static_cast<W>(a) * static_cast<W>(b)));
   }
 };
 struct Min {
   template <class T>
-  __device__ static T apply(T a, T b) { return b < a ? b : a; }
+  __device__ static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a || b != b) return canonicalNan<T>();
+      if (a == b) return signbit(a) ? a : b;
+    }
+    return b < a ? b : a;
+  }
 };
 struct Max {
   template <class T>
-  __device__ static T apply(T a, T b) { return a < b ? b : a; }
+  __device__ static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a || b != b) return canonicalNan<T>();
+      if (a == b) return signbit(a) ? b : a;
+    }
+    return a < b ? b : a;
+  }
 };
 
 template <class T, class Op>

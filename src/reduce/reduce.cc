@@ -12,16 +12,20 @@
 // is what lets GCC vectorise them at -O2 too, whose "very cheap" cost model refuses loops
 // that would need a scalar epilogue.
 //
-// NaN and min/max: min is (b < a ? b : a) and max is (a < b ? b : a), where a is the
-// accumulator (dst, or reduce's first input) and b the incoming value. Any comparison with a
-// NaN is false, so the result is then a: a NaN already in the accumulator stays, a NaN
-// arriving in b is dropped, and min(+0, -0) keeps a as well. Unlike fmin/fmax this is not
-// symmetric, but it is deterministic, the same on every CPU (it is exactly MINPS/MAXPS with
-// the operands (b, a)), and a single instruction per vector. Sum and prod propagate NaN.
+// Special values, one rule for every algorithm, transport and chunking (docs/ARCHITECTURE.md,
+// "Special values"): for the float types, a result computed from a NaN is the canonical quiet
+// NaN (f32 0x7fc00000, f64 0x7ff8000000000000, f16 0x7e00, bf16 0x7fc0), for sum, prod, min and
+// max alike (NaN propagates, as torch.minimum and NumPy's minimum do), so every rank gets the
+// same bits whichever operand's NaN an algorithm met first; and min/max order -0 below +0
+// (IEEE 754-2019 minimum/maximum), so min(+0, -0) is -0 in either order. Integers are
+// unaffected. Each rule is a compare and a blend per vector: the loops stay vectorised.
 #include "reduce/reduce.h"
 
+#include <bit>
 #include <cassert>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "reduce/half.h"
@@ -57,33 +61,66 @@ struct ArithmeticOf<T, true> {
 template <class T>
 using Wide = typename ArithmeticOf<T>::type;
 
+// The canonical quiet NaN of the arithmetic type (f16/bf16 combine in f32, whose canonical
+// NaN narrows to theirs).
+template <class T>
+COLL_INLINE T canonicalNan() {
+  return std::numeric_limits<T>::quiet_NaN();
+}
+
+// r, unless it is a NaN: then the canonical one.
+template <class T>
+COLL_INLINE T canonical(T r) {
+  if constexpr (std::is_floating_point_v<T>) return r != r ? canonicalNan<T>() : r;
+  return r;
+}
+
 // Integer sum and prod wrap (two's complement, as in NCCL): unsigned arithmetic wraps by
 // definition, and the conversion back to T is modular in C++20.
 struct Sum {
   template <class T>
   static COLL_INLINE T apply(T a, T b) {
-    return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b));
+    return canonical(static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b)));
   }
 };
 
 struct Prod {
   template <class T>
   static COLL_INLINE T apply(T a, T b) {
-    return static_cast<T>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b));
+    return canonical(static_cast<T>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b)));
   }
 };
 
+// The unsigned integer of a float's width, to reach its bits.
+template <class T>
+using BitsOf = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+
+// For floats: any NaN gives the canonical NaN; equal operands (a tie, which for zeros may
+// differ in sign) give a | b for min (the sign bit if either has it) and a & b for max.
+// Written as selects without branches, so the loops stay vectorised.
 struct Min {
   template <class T>
   static COLL_INLINE T apply(T a, T b) {
-    return b < a ? b : a;
+    T m = b < a ? b : a;
+    if constexpr (std::is_floating_point_v<T>) {
+      T tie = std::bit_cast<T>(std::bit_cast<BitsOf<T>>(a) | std::bit_cast<BitsOf<T>>(b));
+      m = a == b ? tie : m;
+      m = (a != a) | (b != b) ? canonicalNan<T>() : m;
+    }
+    return m;
   }
 };
 
 struct Max {
   template <class T>
   static COLL_INLINE T apply(T a, T b) {
-    return a < b ? b : a;
+    T m = a < b ? b : a;
+    if constexpr (std::is_floating_point_v<T>) {
+      T tie = std::bit_cast<T>(std::bit_cast<BitsOf<T>>(a) & std::bit_cast<BitsOf<T>>(b));
+      m = a == b ? tie : m;
+      m = (a != a) | (b != b) ? canonicalNan<T>() : m;
+    }
+    return m;
   }
 };
 
@@ -283,14 +320,41 @@ struct Bf16Codec {
   static COLL_INLINE uint16_t fromFloat(float f) { return floatToBf16(f); }
 };
 
-// Op on 8 lanes, with exactly the scalar semantics: MINPS(x, y) is (x < y ? x : y) and
-// MAXPS(x, y) is (x > y ? x : y), so passing (b, a) gives Min's and Max's NaN rule.
+// Op on 8 lanes, with exactly the scalar semantics (Sum, Prod, Min, Max above). MINPS(x, y) is
+// (x < y ? x : y) and MAXPS(x, y) is (x > y ? x : y), so passing (b, a) gives the ordinary case.
 template <class Op>
 COLL_AVX2 COLL_INLINE __m256 applyLanes(__m256 a, __m256 b) {
   if constexpr (std::is_same_v<Op, Sum>) return _mm256_add_ps(a, b);
   if constexpr (std::is_same_v<Op, Prod>) return _mm256_mul_ps(a, b);
   if constexpr (std::is_same_v<Op, Min>) return _mm256_min_ps(b, a);
   if constexpr (std::is_same_v<Op, Max>) return _mm256_max_ps(b, a);
+}
+
+// The special values' rule on 8 lanes, for the rare groups that need it: a tie takes a | b
+// (min) or a & b (max), and any NaN lane becomes the canonical NaN.
+template <class Op>
+COLL_AVX2 COLL_INLINE __m256 fixSpecialLanes(__m256 a, __m256 b, __m256 r) {
+  const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
+  if constexpr (std::is_same_v<Op, Min> || std::is_same_v<Op, Max>) {
+    __m256 tie = std::is_same_v<Op, Min> ? _mm256_or_ps(a, b) : _mm256_and_ps(a, b);
+    r = _mm256_blendv_ps(r, tie, _mm256_cmp_ps(a, b, _CMP_EQ_OQ));
+    return _mm256_blendv_ps(r, qnan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+  } else {
+    return _mm256_blendv_ps(r, qnan, _mm256_cmp_ps(r, r, _CMP_UNORD_Q));
+  }
+}
+
+// Whether a group of 16 needs fixSpecialLanes, with one compare for both halves: for sum and
+// prod a NaN result in either; for min and max a NaN operand or a tie (EQ_UQ: equal or
+// unordered) in either.
+template <class Op>
+COLL_AVX2 COLL_INLINE bool needsFix(__m256 aLo, __m256 bLo, __m256 aHi, __m256 bHi, __m256 rLo, __m256 rHi) {
+  if constexpr (std::is_same_v<Op, Min> || std::is_same_v<Op, Max>) {
+    __m256 any = _mm256_or_ps(_mm256_cmp_ps(aLo, bLo, _CMP_EQ_UQ), _mm256_cmp_ps(aHi, bHi, _CMP_EQ_UQ));
+    return _mm256_movemask_ps(any) != 0;
+  } else {
+    return _mm256_movemask_ps(_mm256_cmp_ps(rLo, rHi, _CMP_UNORD_Q)) != 0;
+  }
 }
 
 // Each group of 16 is loaded before it is stored, so out may equal a or b: Shape is moot.
@@ -304,7 +368,12 @@ COLL_AVX2 COLL_INLINE void combineLanes(const Call& c) {
     __m256 aLo, aHi, bLo, bHi;
     Codec::load(a + i, aLo, aHi);
     Codec::load(b + i, bLo, bHi);
-    Codec::store(out + i, applyLanes<Op>(aLo, bLo), applyLanes<Op>(aHi, bHi));
+    __m256 rLo = applyLanes<Op>(aLo, bLo), rHi = applyLanes<Op>(aHi, bHi);
+    if (needsFix<Op>(aLo, bLo, aHi, bHi, rLo, rHi)) [[unlikely]] {
+      rLo = fixSpecialLanes<Op>(aLo, bLo, rLo);
+      rHi = fixSpecialLanes<Op>(aHi, bHi, rHi);
+    }
+    Codec::store(out + i, rLo, rHi);
   }
   for (size_t i = vectorEnd; i < c.count; ++i) {
     out[i] = Codec::fromFloat(Op::apply(Codec::toFloat(a[i]), Codec::toFloat(b[i])));

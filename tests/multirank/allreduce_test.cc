@@ -13,6 +13,7 @@
 
 #include "multirank/rank_runner.h"
 #include "multirank/reduction_values.h"
+#include "multirank/special_values.h"
 #include "multirank/typed_data.h"
 
 namespace coll::test {
@@ -131,7 +132,52 @@ void bitIdenticalCases(Communicator& comm) {
   }
 }
 
+// NaN, ±Inf and ±0 on random ranks and positions, every float dtype and op (avg is sum divided:
+// its special values follow sum's), at a board-sized and a multi-slice count: every rank must
+// hold exactly the bits of the scalar reference (special_values.h), whatever the algorithm.
+void specialValueCases(Communicator& comm) {
+  const int n = comm.size(), rank = comm.rank();
+  for (DataType t : {DataType::f32, DataType::f64, DataType::f16, DataType::bf16}) {
+    const size_t es = sizeOf(t);
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+      for (size_t count : {size_t(61), size_t(9001)}) {
+        auto kindAt = [&](int r, size_t i) {
+          uint64_t h = mix(static_cast<uint64_t>(r) + 77, i, static_cast<uint64_t>(t) * 8 + static_cast<uint64_t>(op), count);
+          // Half the elements hold a NaN, an infinity or a zero; the rest are finite.
+          return static_cast<special::Kind>(h % 2 ? h / 2 % special::kKinds : special::kOne + h / 2 % 3);
+        };
+        std::vector<char> buf(count * es), want(count * es);
+        std::vector<special::Kind> column(static_cast<size_t>(n));
+        for (size_t i = 0; i < count; ++i) {
+          uint64_t mine = special::bitsOf(t, kindAt(rank, i));
+          std::memcpy(buf.data() + i * es, &mine, es);
+          for (int r = 0; r < n; ++r) column[static_cast<size_t>(r)] = kindAt(r, i);
+          uint64_t expected = special::expectedBits(t, op, column.data(), n);
+          std::memcpy(want.data() + i * es, &expected, es);
+        }
+        comm.allreduce(buf.data(), buf.data(), count, t, op).wait();
+        for (size_t i = 0; i < count; ++i) {
+          uint64_t got = 0, expected = 0;
+          std::memcpy(&got, buf.data() + i * es, es);
+          std::memcpy(&expected, want.data() + i * es, es);
+          if (got == expected) continue;
+          std::string operands;
+          for (int r = 0; r < n; ++r) operands += " " + std::to_string(static_cast<int>(kindAt(r, i)));
+          RANK_CHECK(false, "special values %s %s count %zu on %d ranks: element %zu is 0x%llx, expected 0x%llx "
+                     "(operand kinds by rank:%s)", toString(t), toString(op), count, n, i,
+                     static_cast<unsigned long long>(got), static_cast<unsigned long long>(expected), operands.c_str());
+        }
+      }
+    }
+  }
+}
+
 class Allreduce : public ::testing::TestWithParam<int> {};
+
+TEST_P(Allreduce, SpecialValuesFollowOneRuleOnEveryRank) {
+  auto outcomes = runRanks(GetParam(), [](Communicator& comm, Rank&) { specialValueCases(comm); });
+  expectAllSucceeded(outcomes);
+}
 
 TEST_P(Allreduce, EveryTypeOpCountAndPlacement) {
   auto outcomes = runRanks(GetParam(), [](Communicator& comm, Rank& self) {
