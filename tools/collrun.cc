@@ -5,6 +5,7 @@
 // Serves the rendezvous store itself, starts N copies of prog with COLL_RANK and friends set,
 // tags their output with the rank, forwards signals, and applies mpirun's failure policy
 // (see collrun_job.h). Exits with the worst status of any rank.
+#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -169,7 +170,7 @@ Status parseArgs(int argc, char** argv, Options* options) {
 bool isLaunchVariable(std::string_view entry) {
   for (const char* name : {bootstrap::kEnvRank, bootstrap::kEnvWorldSize, bootstrap::kEnvLocalRank,
                            bootstrap::kEnvLocalSize, bootstrap::kEnvStoreAddr,
-                           bootstrap::kEnvJobSecret}) {
+                           bootstrap::kEnvJobSecret, bootstrap::kEnvLauncherFd}) {
     std::string_view n(name);
     if (entry.size() > n.size() && entry.compare(0, n.size(), n) == 0 && entry[n.size()] == '=') {
       return true;
@@ -208,7 +209,7 @@ std::vector<int> rankCpus(const Options& options) {
 }
 
 std::vector<SpawnSpec> makeSpecs(const Options& options, const std::string& store_address,
-                                 const std::string& secret) {
+                                 const std::string& secret, int lifeline_fd) {
   std::vector<int> cpus = rankCpus(options);
   std::vector<std::string> base = inheritedEnvironment();
   std::string n = std::to_string(options.np);
@@ -226,6 +227,8 @@ std::vector<SpawnSpec> makeSpecs(const Options& options, const std::string& stor
     spec.env.push_back(std::string(bootstrap::kEnvLocalSize) + "=" + n);
     spec.env.push_back(std::string(bootstrap::kEnvStoreAddr) + "=" + store_address);
     spec.env.push_back(std::string(bootstrap::kEnvJobSecret) + "=" + secret);
+    if (lifeline_fd >= 0) spec.env.push_back(std::string(bootstrap::kEnvLauncherFd) + "=" + std::to_string(lifeline_fd));
+    spec.lifeline_fd = lifeline_fd;
     spec.capture_output = options.prefix;
     spec.cpu = cpus[r];
     // A rank is in its own process group, so reading a terminal would stop it (SIGTTIN).
@@ -245,7 +248,14 @@ int run(const Options& options) {
   }
   std::string address = std::string(kStoreHost) + ":" + std::to_string(store->port());
   raiseFdLimit(2 * options.np + 64);  // two pipes per rank, and some slack for the store
-  return runJob(makeSpecs(options, address, secret), options.job);
+  // The ranks' lifeline: they inherit the read end; the write end stays here alone and closes
+  // when collrun ends, however it ends (comm/launcher_lifeline.h). Without it the ranks still
+  // die with collrun through PR_SET_PDEATHSIG, but not a rank started through a wrapper.
+  int lifeline[2] = {-1, -1};
+  if (::pipe2(lifeline, O_CLOEXEC) != 0)
+    writeAll(STDERR_FILENO, std::string("collrun: no lifeline pipe (") + std::strerror(errno) +
+                                "): ranks started through a wrapper may outlive a killed collrun\n");
+  return runJob(makeSpecs(options, address, secret, lifeline[0]), options.job);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -54,13 +55,15 @@ void closeRange(unsigned low, unsigned high, unsigned fd_limit) {
   for (unsigned fd = low; fd <= high && fd < fd_limit; ++fd) ::close(fd);
 }
 
-// Runs in the child: closes every descriptor above 2 except those collrun inherited.
-void closeCollrunFds(unsigned fd_limit) {
+// Runs in the child: closes every descriptor above 2 except keep (ascending): those collrun
+// inherited, and the lifeline.
+void closeCollrunFds(unsigned fd_limit, const std::vector<int>& keep) {
   unsigned low = 3;
-  for (int fd : gInheritedFds) {
-    unsigned keep = static_cast<unsigned>(fd);
-    if (keep > low) closeRange(low, keep - 1, fd_limit);
-    low = keep + 1;
+  for (int fd : keep) {
+    unsigned kept = static_cast<unsigned>(fd);
+    if (kept < low) continue;
+    if (kept > low) closeRange(low, kept - 1, fd_limit);
+    low = kept + 1;
   }
   closeRange(low, ~0U, fd_limit);
 }
@@ -72,16 +75,23 @@ struct ChildFds {
   int err = -1;
   unsigned limit = 0;  // for closeCollrunFds
   const cpu_set_t* cpus = nullptr;  // pin to these
+  const std::vector<int>* keep = nullptr;  // descriptors to keep open, ascending
+  int lifeline = -1;                       // one of them, to keep open across exec
+  pid_t collrun = -1;
 };
 
 // Runs in the forked child: async-signal-safe calls only.
 [[noreturn]] void execChild(const ChildFds& fds, char* const* argv, char* const* envp,
                             const sigset_t& parent_mask) {
   ::setpgid(0, 0);
+  // Dies with collrun. If collrun died before this line, nobody will send the signal.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != fds.collrun) ::_exit(128 + SIGKILL);
   if (fds.in >= 0) ::dup2(fds.in, STDIN_FILENO);
   if (fds.out >= 0) ::dup2(fds.out, STDOUT_FILENO);
   if (fds.err >= 0) ::dup2(fds.err, STDERR_FILENO);
-  closeCollrunFds(fds.limit);
+  closeCollrunFds(fds.limit, *fds.keep);
+  if (fds.lifeline >= 0) ::fcntl(fds.lifeline, F_SETFD, 0);  // survives exec
   if (fds.cpus) ::sched_setaffinity(0, sizeof(cpu_set_t), fds.cpus);
   // collrun's handlers would write into collrun's signal pipe, and its SIG_IGN for SIGPIPE
   // would survive exec; the rank must start with the defaults.
@@ -200,6 +210,12 @@ Status spawnRank(const SpawnSpec& spec, RankProcess* out) {
   }
   std::vector<char*> argv = toCStrings(spec.argv);
   std::vector<char*> envp = toCStrings(spec.env);
+  std::vector<int> keep = gInheritedFds;
+  if (spec.lifeline_fd >= 0) keep.push_back(spec.lifeline_fd);
+  std::sort(keep.begin(), keep.end());
+  fds.keep = &keep;
+  fds.lifeline = spec.lifeline_fd;
+  fds.collrun = ::getpid();
 
   // With every signal blocked across fork, no collrun handler can run in the child before
   // execChild has reset the dispositions.

@@ -21,6 +21,7 @@ struct SpawnSpec {
   bool capture_output = true;     // stdout/stderr through pipes to collrun; else inherited
   bool inherit_stdin = false;     // else /dev/null
   int cpu = -1;                   // pinned to this CPU; -1: collrun's affinity
+  int lifeline_fd = -1;           // kept open in the child across exec (COLL_LAUNCHER_FD)
 };
 
 struct RankProcess {
@@ -49,7 +50,9 @@ void raiseFdLimit(int needed);
 
 // Forks and execs one rank in its own process group, so that collrun can signal the rank's
 // whole process tree and a terminal's Ctrl-C reaches collrun alone (which forwards it).
-// The child starts with default signal dispositions and collrun's signal mask. If exec fails,
+// The child starts with default signal dispositions and collrun's signal mask, and dies by
+// SIGKILL when collrun does (PR_SET_PDEATHSIG, checked against collrun having died before it
+// was set: a rank never outlives collrun, even one killed with SIGKILL). If exec fails,
 // the child writes "collrun: cannot execute 'prog': <reason>" to its stderr and exits 127.
 Status spawnRank(const SpawnSpec& spec, RankProcess* out);
 

@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace coll {
 namespace {
@@ -12,8 +14,12 @@ const char* env(const char* name) {
   return (v && *v) ? v : nullptr;
 }
 
-void complain(const char* name, const char* value, const char* expected) {
-  std::fprintf(stderr, "coll WARN CONFIG: ignoring %s=%s (expected %s)\n", name, value, expected);
+// The problems of the parse in progress on this thread (Config::fromEnvironment collects them).
+thread_local std::vector<std::string>* t_problems = nullptr;
+
+void complain(const char* name, const char* value, const std::string& expected) {
+  std::string problem = std::string(name) + "=" + value + ": expected " + expected;
+  if (t_problems) t_problems->push_back(problem);
 }
 
 // Accepts plain numbers and K/M/G suffixes (powers of two), as nccl-tests does.
@@ -40,7 +46,8 @@ void readInt(const char* name, int lo, int hi, int* field) {
   if (!v) return;
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < lo || x > hi) return complain(name, v, "an integer in range");
+  if (end == v || *end != '\0' || x < lo || x > hi)
+    return complain(name, v, "an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
   *field = static_cast<int>(x);
 }
 
@@ -48,7 +55,8 @@ void readBytes(const char* name, size_t lo, size_t hi, size_t* field) {
   const char* v = env(name);
   if (!v) return;
   size_t x;
-  if (!parseBytes(v, &x) || x < lo || x > hi) return complain(name, v, "a byte count like 512K");
+  if (!parseBytes(v, &x) || x < lo || x > hi)
+    return complain(name, v, "a byte count (like 512K) from " + std::to_string(lo) + " to " + std::to_string(hi) + " bytes");
   *field = x;
 }
 
@@ -90,6 +98,7 @@ void readBucketMb(Config* c) {
 
 Config Config::fromEnvironment() {
   Config c;
+  t_problems = &c.problems;
   readTimeout(&c);
   readLogLevel(&c);
   readString("COLL_DEBUG_SUBSYS", &c.log_subsystems);
@@ -133,6 +142,8 @@ Config Config::fromEnvironment() {
   readInt("COLL_TUNE", 0, 1, &tune);
   c.tune = tune == 1;
   readString("COLL_TUNE_FILE", &c.tune_file);
+  readInt("COLL_LAUNCHER_FD", 3, 1 << 20, &c.launcher_fd);
+  t_problems = nullptr;
   return c;
 }
 

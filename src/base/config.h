@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace coll {
 
@@ -85,9 +86,18 @@ struct Config {
   bool cuda_ipc = true;                        // COLL_CUDA_IPC=0 stages even on one host
   size_t cuda_staging_chunk = 4 << 20;         // COLL_CUDA_STAGING_CHUNK
   std::string tune_file;                       // COLL_TUNE_FILE (default ~/.cache/coll/tune-<hash>.json)
+  // COLL_LAUNCHER_FD: the read end of a pipe whose write end only the launcher (collrun) holds;
+  // when the launcher dies, however it dies, the pipe hangs up and the rank ends itself
+  // (src/comm/launcher_lifeline.h). -1: no launcher to watch.
+  int launcher_fd = -1;
 
-  // Parses the environment. Malformed values are reported on stderr and the default is kept,
-  // so a typo never silently changes behaviour without a word.
+  // What was wrong with the environment: "COLL_SOCKET_NSTREAMS=0: expected an integer from 1
+  // to 64", one entry per malformed variable, whose field keeps its default. Creating a
+  // communicator with a non-empty list fails (InvalidArgument) naming every entry, so a typo
+  // never silently changes behaviour.
+  std::vector<std::string> problems;
+
+  // Parses the environment; malformed values go into problems.
   static Config fromEnvironment();
 
   // The process-wide value, parsed on first use.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/config.h"
+#include "base/warn_limiter.h"
 
 namespace coll {
 
@@ -33,6 +34,16 @@ std::string formatBytes(size_t bytes);
     if (::coll::logEnabled(::coll::LogLevel::level, subsys))                     \
       ::coll::logLine(::coll::LogLevel::level, subsys, ::coll::format(__VA_ARGS__)); \
   } while (0)
-#define COLL_WARN(subsys, ...) COLL_LOG(warn, subsys, __VA_ARGS__)
+// Warnings are rate-limited per call site (base/warn_limiter.h).
+#define COLL_WARN(subsys, ...)                                                              \
+  do {                                                                                      \
+    if (::coll::logEnabled(::coll::LogLevel::warn, subsys)) {                              \
+      static ::coll::WarnLimiter coll_warn_limiter_;                                       \
+      uint64_t coll_left_out_ = 0;                                                         \
+      if (coll_warn_limiter_.admit(::coll::WarnLimiter::Clock::now(), &coll_left_out_))    \
+        ::coll::logLine(::coll::LogLevel::warn, subsys,                                    \
+                        ::coll::withLeftOut(::coll::format(__VA_ARGS__), coll_left_out_)); \
+    }                                                                                       \
+  } while (0)
 #define COLL_INFO(subsys, ...) COLL_LOG(info, subsys, __VA_ARGS__)
 #define COLL_TRACE(subsys, ...) COLL_LOG(trace, subsys, __VA_ARGS__)

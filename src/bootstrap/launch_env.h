@@ -14,6 +14,7 @@ inline constexpr const char* kEnvLocalRank = "COLL_LOCAL_RANK";
 inline constexpr const char* kEnvLocalSize = "COLL_LOCAL_SIZE";
 inline constexpr const char* kEnvStoreAddr = "COLL_STORE_ADDR";  // host:port served by collrun
 inline constexpr const char* kEnvJobSecret = "COLL_JOB_SECRET";
+inline constexpr const char* kEnvLauncherFd = "COLL_LAUNCHER_FD";  // collrun's lifeline (comm/launcher_lifeline.h)
 
 struct LaunchInfo {
   std::string launcher;      // "collrun", "torchrun", "openmpi", "mpich", "slurm", "env"

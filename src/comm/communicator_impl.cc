@@ -10,6 +10,7 @@
 #include "bootstrap/external_store.h"
 #include "comm/call_check.h"
 #include "comm/device_request.h"
+#include "comm/launcher_lifeline.h"
 #include "exec/executor.h"
 #include "base/log.h"
 #include "comm/shrink.h"
@@ -45,12 +46,18 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
                                 std::shared_ptr<bootstrap::StoreServer> inherited_store) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size)
     return invalidArgument(format("rank %d / size %d is not a valid position", options.rank, options.size));
+  if (!global.problems.empty()) {
+    std::string all;
+    for (const std::string& p : global.problems) all += (all.empty() ? "" : "; ") + p;
+    return invalidArgument("bad environment: " + all);
+  }
   std::unique_ptr<CommunicatorImpl> impl(new CommunicatorImpl(options, global));
   impl->store_server_ = std::move(inherited_store);
   const Config& config = impl->config_;  // the global one, with the caller's timeout
   if (impl->secret_.empty())
     return invalidArgument("no job secret: set COLL_JOB_SECRET (collrun and collGetUniqueId make one)");
   setLogRank(options.rank);
+  watchLauncher(config.launcher_fd);  // before any wait: a dead collrun must not be waited for
   std::vector<topology::AlgoRule> rules;
   COLL_RETURN_IF_ERROR(topology::parseAlgoOverride(config.algo, &rules));  // before anyone waits on us
   COLL_RETURN_IF_ERROR(impl->connectStore(options));
