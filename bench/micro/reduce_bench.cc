@@ -60,6 +60,32 @@ void BM_reduceInto(benchmark::State& state, DataType type, ReduceOp op) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes));  // bytes of dst
 }
 
+// min/max on distinct random values (no ties, no NaN): the common case, where the special-value
+// rule costs only its per-block check (src/reduce/reduce.cc); all-ones data ties everywhere
+// and measures the rule's slow path instead. Out of place (out = op(a, b)): reducing into a
+// again and again would make half its elements equal to b's, all ties.
+void BM_minMaxRandom(benchmark::State& state, DataType type, ReduceOp op) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  const size_t count = bytes / coll::sizeOf(type);
+  std::vector<float> f(count * 3);
+  std::vector<double> d(count * 3);
+  uint64_t x = 88172645463325252ull;
+  for (size_t i = 0; i < count * 2; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    d[i] = static_cast<double>(x >> 11) * 0x1.0p-53 - 0.5;
+    f[i] = static_cast<float>(d[i]);
+  }
+  const bool f32 = type == DataType::f32;
+  const void* a = f32 ? static_cast<void*>(f.data()) : static_cast<void*>(d.data());
+  const void* b = f32 ? static_cast<void*>(f.data() + count) : static_cast<void*>(d.data() + count);
+  void* out = f32 ? static_cast<void*>(f.data() + 2 * count) : static_cast<void*>(d.data() + 2 * count);
+  for (auto _ : state) {
+    coll::reduce::reduce(out, a, b, count, type, op);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes));
+}
+
 void BM_memcpy(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
   std::vector<unsigned char> dst(bytes, 1), src(bytes, 2);
@@ -91,6 +117,11 @@ int main(int argc, char** argv) {
       configure(benchmark::RegisterBenchmark(name.c_str(), BM_reduceInto, type, op));
     }
   }
+  for (DataType type : {DataType::f32, DataType::f64})
+    for (ReduceOp op : {ReduceOp::min, ReduceOp::max}) {
+      const std::string name = std::string("reduceIntoRandom/") + coll::toString(type) + "/" + coll::toString(op);
+      configure(benchmark::RegisterBenchmark(name.c_str(), BM_minMaxRandom, type, op));
+    }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -124,6 +124,42 @@ struct Max {
   }
 };
 
+// The ordinary comparison alone, and the blocks it is exact for: where no pair ties and none
+// holds a NaN, Min and Max reduce to it. runShape checks each 256-byte block first (a
+// vectorised pass over data already in L1) and runs the plain loop when it can: the rule then
+// costs the check, not a select chain per element.
+struct PlainMin {
+  template <class T>
+  static COLL_INLINE T apply(T a, T b) {
+    return b < a ? b : a;
+  }
+};
+struct PlainMax {
+  template <class T>
+  static COLL_INLINE T apply(T a, T b) {
+    return a < b ? b : a;
+  }
+};
+template <class Op>
+struct PlainOf {
+  using type = void;  // no fast path
+};
+template <>
+struct PlainOf<Min> {
+  using type = PlainMin;
+};
+template <>
+struct PlainOf<Max> {
+  using type = PlainMax;
+};
+
+template <class T, class Count>
+COLL_INLINE bool plainBlock(const T* a, const T* b, Count n) {
+  unsigned special = 0;  // equal or unordered: neither is below the other
+  for (size_t i = 0; i < n; ++i) special |= static_cast<unsigned>(!(a[i] < b[i]) & !(b[i] < a[i]));
+  return special == 0;
+}
+
 // For reduce(out, a, b) with out == b: the loop accumulates into out but must still compute
 // op(a, b) in that order, which matters for min/max with NaN.
 template <class Op>
@@ -175,6 +211,8 @@ template <class Op, class T>
 COLL_INLINE void runShape(const Call& c) {
   constexpr size_t kStep = kBlockBytes / sizeof(T);
   constexpr std::integral_constant<size_t, kStep> kFull;
+  using Plain = typename PlainOf<Op>::type;
+  constexpr bool kFast = std::is_floating_point_v<T> && !std::is_void_v<Plain>;
   auto* out = static_cast<T*>(c.out);
   const auto* a = static_cast<const T*>(c.a);
   const auto* b = static_cast<const T*>(c.b);
@@ -183,15 +221,39 @@ COLL_INLINE void runShape(const Call& c) {
   size_t end = n - tail;
   switch (c.shape) {
     case Shape::kDistinct:
-      for (size_t i = 0; i < end; i += kStep) combine3<Op>(out + i, a + i, b + i, kFull);
+      for (size_t i = 0; i < end; i += kStep) {
+        if constexpr (kFast) {
+          if (plainBlock(a + i, b + i, kFull)) {
+            combine3<Plain>(out + i, a + i, b + i, kFull);
+            continue;
+          }
+        }
+        combine3<Op>(out + i, a + i, b + i, kFull);
+      }
       combine3<Op>(out + end, a + end, b + end, tail);
       break;
     case Shape::kIntoA:
-      for (size_t i = 0; i < end; i += kStep) combineInto<Op>(out + i, b + i, kFull);
+      for (size_t i = 0; i < end; i += kStep) {
+        if constexpr (kFast) {
+          if (plainBlock(out + i, b + i, kFull)) {
+            combineInto<Plain>(out + i, b + i, kFull);
+            continue;
+          }
+        }
+        combineInto<Op>(out + i, b + i, kFull);
+      }
       combineInto<Op>(out + end, b + end, tail);
       break;
     case Shape::kIntoB:
-      for (size_t i = 0; i < end; i += kStep) combineInto<Flipped<Op>>(out + i, a + i, kFull);
+      for (size_t i = 0; i < end; i += kStep) {
+        if constexpr (kFast) {
+          if (plainBlock(a + i, out + i, kFull)) {
+            combineInto<Flipped<Plain>>(out + i, a + i, kFull);
+            continue;
+          }
+        }
+        combineInto<Flipped<Op>>(out + i, a + i, kFull);
+      }
       combineInto<Flipped<Op>>(out + end, a + end, tail);
       break;
     case Shape::kSelf:
