@@ -74,7 +74,8 @@ Status fromMasterAddr(LaunchInfo* info, const char* launcher) {
   if (!envInt("COLL_STORE_PORT", &store_port) && (agent == "True" || agent == "1")) store_port = port + 1;
   info->store_address = std::string(env("MASTER_ADDR")) + ":" + std::to_string(store_port);
   info->host_store = info->rank == 0;
-  std::string identity = info->store_address + "/" + std::to_string(info->size);
+  // Not the world size: ranks that disagree on it must meet at the store to be told so.
+  std::string identity = info->store_address;
   if (const char* run = env("TORCHELASTIC_RUN_ID")) identity += "/" + std::string(run);
   takeSecret(info, identity);
   return Status::ok();
@@ -175,7 +176,8 @@ Status fromSlurm(LaunchInfo* info) {
 
 Status checkPosition(const LaunchInfo& info) {
   if (info.size < 1 || info.rank < 0 || info.rank >= info.size)
-    return invalidArgument(format("launcher %s gave rank %d of %d", info.launcher.c_str(), info.rank, info.size));
+    return invalidArgument(format("launcher %s gave rank %d of %d, which is not a valid position: ranks run from 0 "
+                                  "to the world size - 1", info.launcher.c_str(), info.rank, info.size));
   if (info.store_address.empty()) return invalidArgument("no rendezvous address");
   return Status::ok();
 }

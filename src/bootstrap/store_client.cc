@@ -32,7 +32,7 @@ class TcpStoreClient : public StoreClient {
     uint32_t ack = 0;
     Status st = readAll(fd_.get(), &ack, sizeof ack, deadline, "store handshake");
     if (st.code() == ErrorCode::PeerLost && !st.isOk())
-      return peerLostError(format("store at %s refused us: wrong job secret (COLL_JOB_SECRET)?", address_.c_str()));
+      return peerLostError(format("store at %s refused us: wrong job secret (is COLL_JOB_SECRET the same on every rank, or is another job's store on this port?)", address_.c_str()));
     return st;
   }
 

@@ -8,6 +8,7 @@
 #include "algorithms/direct_collectives.h"
 #include "algorithms/patterns/ring.h"
 #include "bootstrap/external_store.h"
+#include "bootstrap/roll_call.h"
 #include "comm/call_check.h"
 #include "comm/device_request.h"
 #include "comm/launcher_lifeline.h"
@@ -61,6 +62,12 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   std::vector<topology::AlgoRule> rules;
   COLL_RETURN_IF_ERROR(topology::parseAlgoOverride(config.algo, &rules));  // before anyone waits on us
   COLL_RETURN_IF_ERROR(impl->connectStore(options));
+  // Launch mistakes (a duplicate rank, a disagreeing world size, a rank that never starts)
+  // are named here, on every rank, before they can surface as something else.
+  bootstrap::RollCall roll{impl->rank_, impl->size_,
+                           options.store ? std::string("the store") : "the store at " + options.store_address,
+                           impl->store_server_ != nullptr, impl->storeConnector(options)};
+  COLL_RETURN_IF_ERROR(bootstrap::rollCall(*impl->store_, impl->key_prefix_, roll, transport::Clock::now() + config.timeout));
   COLL_RETURN_IF_ERROR(LedgerResponder::start(impl->storeConnector(options), impl->key_prefix_, &impl->ledger_,
                                               transport::Clock::now() + config.timeout, &impl->responder_));
   auto deadline = transport::Clock::now() + config.timeout;
@@ -95,11 +102,17 @@ Status CommunicatorImpl::connectStore(const CommOptions& options) {
   if (options.host_store) {
     std::unique_ptr<bootstrap::StoreServer> server;
     Status st = bootstrap::StoreServer::start("0.0.0.0", port, secret_, &server);
-    if (!st) return Status(st.code(), format("rank %d cannot serve the rendezvous store: %s", rank_, st.message().c_str()));
+    if (!st)
+      return Status(st.code(), format("rank %d cannot serve the rendezvous store: %s (another job on this port?)", rank_,
+                                      st.message().c_str()));
     store_server_ = std::move(server);
   }
-  return bootstrap::StoreClient::connect(options.store_address, secret_, transport::Clock::now() + config_.timeout,
-                                         &store_);
+  Status st = bootstrap::StoreClient::connect(options.store_address, secret_, transport::Clock::now() + config_.timeout,
+                                              &store_);
+  if (!st && !options.host_store && st.code() == ErrorCode::Timeout)  // nobody listens there
+    return Status(st.code(), st.message() + " (rank 0 serves the store: has it started, with the same MASTER_ADDR "
+                             "and MASTER_PORT as this rank?)");
+  return st;
 }
 
 Status CommunicatorImpl::shrink(const std::vector<int>& excluded, std::unique_ptr<CommunicatorImpl>* out) {

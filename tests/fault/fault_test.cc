@@ -362,7 +362,7 @@ TEST(WrongSecret, RankCannotJoin) {
       EXPECT_NE(o.message.find("secret"), std::string::npos) << "the refusal should mention the secret";
     } else {
       EXPECT_EQ(static_cast<ErrorCode>(o.error_code), ErrorCode::Timeout);
-      EXPECT_NE(o.message.find("peer 2"), std::string::npos) << "should name the missing peer";
+      EXPECT_NE(o.message.find("rank 2 never joined"), std::string::npos) << "should name the missing rank";
     }
     std::cout << "rank " << o.rank << " init failed after " << seconds << " s: " << o.message << "\n";
   }
