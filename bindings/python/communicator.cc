@@ -17,7 +17,7 @@
 //   gather(send, recv=None, root=0)         recv None: allocates (size, *send.shape) on the root
 //   scatter(send=None, recv=None, root=0)   send is read on the root only; recv None: allocates
 //                                           a chunk of send (every rank must pass send then)
-//   send(buf, peer), recv(buf, peer), barrier()
+//   send(buf, peer, tag=0), recv(buf, peer=None, tag=0), barrier()   peer None: any source
 //   set_algorithms(rules)                   COLL_ALGO's grammar, for the ops issued from now on
 //
 // Size or dtype mismatches raise ValueError / TypeError before anything is sent; what coll
@@ -206,16 +206,17 @@ PyWork scatter(PyCommunicator& c, py::handle send_obj, py::handle recv_obj, int 
   });
 }
 
-PyWork sendTo(PyCommunicator& c, py::handle buf_obj, int peer) {
+PyWork sendTo(PyCommunicator& c, py::handle buf_obj, int peer, int tag) {
   Buffer buf = asBuffer(buf_obj, "buf", Access::read);
   return c.run(keep({buf.array}), py::none(),
-               [&](Communicator& comm) { return comm.send(buf.data, buf.count, buf.type, peer); });
+               [&](Communicator& comm) { return comm.send(buf.data, buf.count, buf.type, peer, tag); });
 }
 
-PyWork recvFrom(PyCommunicator& c, py::handle buf_obj, int peer) {
+PyWork recvFrom(PyCommunicator& c, py::handle buf_obj, py::handle peer_obj, int tag) {
   Buffer buf = asBuffer(buf_obj, "buf", Access::write);
+  const int peer = peer_obj.is_none() ? kAnySource : peer_obj.cast<int>();
   return c.run(keep({buf.array}), buf.array,
-               [&](Communicator& comm) { return comm.recv(buf.data, buf.count, buf.type, peer); });
+               [&](Communicator& comm) { return comm.recv(buf.data, buf.count, buf.type, peer, tag); });
 }
 
 }  // namespace
@@ -281,8 +282,10 @@ void bindCommunicator(py::module_& m) {
            "Every rank's send on the root, in rank order. recv None: a new (size, *send.shape) array on the root.")
       .def("scatter", &scatter, "send"_a = py::none(), "recv"_a = py::none(), "root"_a = 0,
            "Chunk `rank` of the root's send. send is read on the root only; recv None: a new array.")
-      .def("send", &sendTo, "buf"_a, "peer"_a, "Sends buf to peer (matched in issue order per pair).")
-      .def("recv", &recvFrom, "buf"_a, "peer"_a, "Receives into buf from peer.")
+      .def("send", &sendTo, "buf"_a, "peer"_a, "tag"_a = 0,
+           "Sends buf to peer; matched with peer's receives by tag, in issue order per tag.")
+      .def("recv", &recvFrom, "buf"_a, "peer"_a = py::none(), "tag"_a = 0,
+           "Receives into buf from peer (None: from anyone; Work.source says who), matched by tag.")
       .def("barrier", [](PyCommunicator& c) {
              return c.run(py::tuple(), py::none(), [](Communicator& comm) { return comm.barrier(); });
            }, "Completes once every rank has called it.")

@@ -67,4 +67,5 @@ PYBIND11_MODULE(_coll, m) {
       "MASTER_PORT override). Raises coll.Error: InvalidArgument when the environment is\n"
       "incomplete, Timeout when the others do not arrive within COLL_TIMEOUT.");
   m.attr("__version__") = "0.1.0";
+  m.attr("ANY_SOURCE") = coll::kAnySource;
 }

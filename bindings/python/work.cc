@@ -66,6 +66,8 @@ void bindWork(py::module_& m) {
                              "allocated), or None (send, barrier, non-root gather). Read it after wait().")
       .def_property_readonly("sequence", [](const PyWork& w) { return w.work.sequence(); },
                              "The op's sequence number on its communicator (0, 1, 2, ... in issue order).")
+      .def_property_readonly("source", [](const PyWork& w) { return w.work.source(); },
+                             "A finished receive's sender (for recv from any source); -1 otherwise.")
       .def("__repr__", [](const PyWork& w) {
         return "<coll.Work #" + std::to_string(w.work.sequence()) + (w.work.test() ? " done>" : " running>");
       });

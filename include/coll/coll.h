@@ -111,9 +111,9 @@ COLL_API collResult_t collGather(const void* sendbuff, void* recvbuff, size_t se
                         collDataType_t datatype, int root, collComm_t comm, collStream_t stream);
 COLL_API collResult_t collScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                          collDataType_t datatype, int root, collComm_t comm, collStream_t stream);
-/* Point-to-point, matched in issue order per pair and direction. Ops run one at a time in
- * issue order, and a blocking collSend returns once its data left: two ranks that both send
- * before they receive need messages small enough for the transport to buffer. */
+/* Point-to-point with tag 0, matched in issue order per pair and direction; the sizes must
+ * agree. Host buffers progress on their own, so two ranks may both post a receive before
+ * their send (collIrecv, collIsend); a blocking collSend returns once its data left. */
 COLL_API collResult_t collSend(const void* sendbuff, size_t count, collDataType_t datatype, int peer,
                       collComm_t comm, collStream_t stream);
 COLL_API collResult_t collRecv(void* recvbuff, size_t count, collDataType_t datatype, int peer,
@@ -128,6 +128,16 @@ COLL_API collResult_t collAllReduceAsync(const void* sendbuff, void* recvbuff, s
 COLL_API collResult_t collBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count,
                                 collDataType_t datatype, int root, collComm_t comm,
                                 collRequest_t* request);
+/* Nonblocking point-to-point with tags, as MPI_Isend/MPI_Irecv (host buffers): a receive
+ * matches sends from `peer` (or from anyone: COLL_ANY_SOURCE) with its tag (>= 0), in issue
+ * order per (sender, tag). Any number may be outstanding, in any order; each completes as its
+ * partner arrives, within COLL_TIMEOUT. collRequestSource gives a finished receive's sender. */
+#define COLL_ANY_SOURCE (-1)
+COLL_API collResult_t collIsend(const void* sendbuff, size_t count, collDataType_t datatype, int peer, int tag,
+                                collComm_t comm, collRequest_t* request);
+COLL_API collResult_t collIrecv(void* recvbuff, size_t count, collDataType_t datatype, int peer, int tag,
+                                collComm_t comm, collRequest_t* request);
+COLL_API collResult_t collRequestSource(collRequest_t request, int* source);
 /* collSuccess when done, collInProgress while running, the op's error otherwise. */
 COLL_API collResult_t collRequestTest(collRequest_t request);
 /* timeout_ms < 0: wait up to the op's own deadline. collInProgress if timeout_ms expired. */

@@ -15,6 +15,9 @@
 
 namespace coll {
 
+// recv from any rank; Work::source() then says which.
+inline constexpr int kAnySource = -1;
+
 // How to reach the others explicitly, instead of reading a launcher's environment.
 struct CommOptions {
   int rank = -1;
@@ -89,18 +92,25 @@ class COLL_API Communicator {
   // recv (recvcount) = chunk `rank` of the root's send (size * recvcount).
   Work scatter(const void* send, void* recv, size_t recvcount, DataType type, int root, Stream stream = nullptr);
 
-  // Point-to-point, matched in issue order per pair of ranks (pipeline parallelism).
+  // Point-to-point, as MPI and gloo have it: a receive matches the sends of its peer (or of
+  // anyone: peer kAnySource) with its tag, in issue order per (sender, tag); the sizes must
+  // agree. Sends and receives progress on their own, beside collectives, in any order and
+  // number: a posted receive never blocks a later send, so both ranks may receive first.
+  // Each completes as its partner arrives, within COLL_TIMEOUT of its issue. Host memory
+  // takes this path; device buffers are matched in issue order per pair (tag 0, no any-source),
+  // and a device send pairs only with a device receive.
   Work send(const void* buf, size_t count, DataType type, int peer, Stream stream = nullptr);
   Work recv(void* buf, size_t count, DataType type, int peer, Stream stream = nullptr);
+  Work send(const void* buf, size_t count, DataType type, int peer, int tag);
+  Work recv(void* buf, size_t count, DataType type, int peer, int tag);
 
   // Completes once every rank has called it.
   Work barrier();
 
-  // Like ncclGroupStart/ncclGroupEnd: send and recv issued in between are held back and run as
-  // one operation at groupEnd, so this rank's sends and receives progress together. Required
-  // when ranks send large messages before receiving (each waits for its peer to receive).
-  // Groups nest; only send/recv may be issued inside (others throw InvalidArgument). Their
-  // Works complete together.
+  // Like ncclGroupStart/ncclGroupEnd: send and recv issued in between are held back and
+  // started together at groupEnd. Host sends and receives need no group (they progress on their
+  // own); for device buffers a group is what lets a rank's sends and receives progress together.
+  // Groups nest; only send/recv may be issued inside (others throw InvalidArgument).
   void groupStart();
   void groupEnd();
 

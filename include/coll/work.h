@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -15,9 +16,10 @@ namespace detail {
 struct WorkState;
 }
 
-// A Work is a cheap, copyable handle to one collective. Any thread may call its methods.
-// Ops on one communicator complete in issue order, so waiting on the newest Work implies
-// every earlier one has finished too.
+// A Work is a cheap, copyable handle to one op. Any thread may call its methods. Collectives
+// on one communicator complete in issue order, so waiting on the newest one implies every
+// earlier collective has finished too; host sends and receives complete as their partners
+// arrive, in any order.
 class COLL_API Work {
  public:
   Work() = default;
@@ -39,6 +41,15 @@ class COLL_API Work {
 
   // The op's sequence number on its communicator (0, 1, 2, ... in issue order).
   uint64_t sequence() const;
+
+  // Runs fn once the op finished, successfully or not: at once, in this thread, if it has;
+  // else on the thread that completes it, which is coll's: keep fn short, never block in it
+  // and never call coll from it. Callbacks run in the order they were added.
+  void onComplete(std::function<void()> fn) const;
+
+  // A completed receive: the rank its message came from (the answer for kAnySource); -1
+  // before completion and for other ops.
+  int source() const;
 
   bool valid() const { return state_ != nullptr; }
 

@@ -242,6 +242,34 @@ collResult_t collAllReduceAsync(const void* send, void* recv, size_t count, coll
   });
 }
 
+collResult_t collIsend(const void* send, size_t count, collDataType_t type, int peer, int tag, collComm_t comm,
+                       collRequest_t* request) {
+  if (collResult_t r = checkComm(comm, "collIsend"); r != collSuccess) return r;
+  if (!request) return invalid("collIsend: null request pointer");
+  return guarded([&] {
+    *request = new collRequest{comm->comm->send(send, count, dataType(type), peer, tag)};
+    return collSuccess;
+  });
+}
+
+collResult_t collIrecv(void* recv, size_t count, collDataType_t type, int peer, int tag, collComm_t comm,
+                       collRequest_t* request) {
+  if (collResult_t r = checkComm(comm, "collIrecv"); r != collSuccess) return r;
+  if (!request) return invalid("collIrecv: null request pointer");
+  return guarded([&] {
+    *request = new collRequest{comm->comm->recv(recv, count, dataType(type), peer, tag)};
+    return collSuccess;
+  });
+}
+
+collResult_t collRequestSource(collRequest_t request, int* source) {
+  if (!request) return invalid("collRequestSource: null request");
+  if (!source) return invalid("collRequestSource: null source pointer");
+  if (!request->work.test()) return collInProgress;  // not finished yet
+  *source = request->work.source();
+  return collSuccess;
+}
+
 collResult_t collBroadcastAsync(const void* send, void* recv, size_t count, collDataType_t type, int root,
                                 collComm_t comm, collRequest_t* request) {
   if (collResult_t r = checkComm(comm, "collBroadcast"); r != collSuccess) return r;

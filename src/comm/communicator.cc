@@ -113,6 +113,16 @@ Work Communicator::send(const void* buf, size_t count, DataType type, int peer, 
 Work Communicator::recv(void* buf, size_t count, DataType type, int peer, Stream stream) {
   return impl_->enqueue(request(OpKind::recv, nullptr, buf, count, type, ReduceOp::sum, peer, stream));
 }
+Work Communicator::send(const void* buf, size_t count, DataType type, int peer, int tag) {
+  OpRequest r = request(OpKind::send, buf, nullptr, count, type, ReduceOp::sum, peer);
+  r.tag = tag;
+  return impl_->enqueue(std::move(r));
+}
+Work Communicator::recv(void* buf, size_t count, DataType type, int peer, int tag) {
+  OpRequest r = request(OpKind::recv, nullptr, buf, count, type, ReduceOp::sum, peer);
+  r.tag = tag;
+  return impl_->enqueue(std::move(r));
+}
 Work Communicator::barrier() {
   return impl_->enqueue(request(OpKind::barrier, nullptr, nullptr, 0, DataType::u8, ReduceOp::max, -1));
 }

@@ -77,6 +77,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
                                impl->store_host_};
   COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_));
+  COLL_RETURN_IF_ERROR(impl->startP2p(options, dir));
   COLL_RETURN_IF_ERROR(impl->connectNeighbours());
   COLL_RETURN_IF_ERROR(impl->initSelector(std::move(rules)));
   impl->findBoard();
@@ -202,6 +203,8 @@ CommunicatorImpl::~CommunicatorImpl() {
   }
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  ledger_.setPointToPoint(nullptr);  // the responder may still read the ledger
+  p2p_.reset();
   responder_.reset();  // before the store server (rank 0's) goes
 }
 
@@ -233,6 +236,12 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
                                              : collective_sequence_++;
   if (!isPointToPoint(op.kind)) ledger_.issued(collective_sequence_);
   Work work(op.work);
+  if (takesP2pEngine(op) && group_depth_ == 0) {
+    std::vector<OpRequest> one;
+    one.push_back(std::move(op));
+    postP2p(std::move(one));
+    return work;
+  }
   if (group_depth_ > 0) {  // held back until groupEnd releases the whole group at once
     group_.push_back(std::move(op));
     return work;
@@ -284,6 +293,18 @@ void CommunicatorImpl::groupEnd() {
   refuseInForkedChild("groupEnd");
   if (group_depth_ == 0) throw Error(ErrorCode::InvalidArgument, format("groupEnd (rank %d) without groupStart", rank_));
   if (--group_depth_ > 0 || group_.empty()) return;
+  // Host members go to the p2p engine together; device members run as one op as before.
+  std::vector<OpRequest> host;
+  for (auto it = group_.begin(); it != group_.end();) {
+    if (takesP2pEngine(*it)) {
+      host.push_back(std::move(*it));
+      it = group_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!host.empty()) postP2p(std::move(host));
+  if (group_.empty()) return;
   OpRequest group;
   group.kind = OpKind::group;
   group.members = std::make_shared<std::vector<OpRequest>>(std::move(group_));
@@ -512,6 +533,7 @@ void CommunicatorImpl::fail(const Error& error) {
     queued_.store(0, std::memory_order_relaxed);
   }
   transports_.abort(format("rank %d aborted after: %s", rank_, error.what()));
+  if (p2p_) p2p_->abort(format("rank %d aborted after: %s", rank_, error.what()));
   {
     // After abort(): the progress() this wakes must see the transport aborted.
     std::lock_guard<std::mutex> lock(mu_);

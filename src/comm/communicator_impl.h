@@ -20,6 +20,7 @@
 #include "comm/ledger.h"
 #include "comm/ledger_exchange.h"
 #include "exec/op.h"
+#include "exec/p2p_engine.h"
 #include "bootstrap/host_grouping.h"
 #include "topology/selector.h"
 #include "transport/registry.h"
@@ -62,6 +63,10 @@ class CommunicatorImpl final : private detail::OpDriver {
   // Opens another client of the same store (the ledger responder parks a GET on its own).
   LedgerResponder::Connect storeConnector(const CommOptions& options) const;
   Status connectNeighbours();
+  // Point-to-point on its own engine (comm/p2p_ops.cc).
+  Status startP2p(const CommOptions& options, const transport::PeerDirectory& collectives);
+  bool takesP2pEngine(const OpRequest& op) const;
+  void postP2p(std::vector<OpRequest> ops);
   Status initSelector(std::vector<topology::AlgoRule> rules);
   Status timedAllreduce(const algo::AlgorithmInfo& algorithm, size_t bytes, double* seconds);
   // The progress thread and caller-driven progress (comm/progress.cc).
@@ -148,6 +153,8 @@ class CommunicatorImpl final : private detail::OpDriver {
   int group_depth_ = 0;             // issuing thread only
   std::vector<OpRequest> group_;    // ops held back until the outermost groupEnd  // key 2 * peer + (1 for sends, 0 for receives)
   std::thread thread_;
+  std::unique_ptr<bootstrap::StoreClient> p2p_store_;  // the p2p engine's (its thread's alone)
+  std::unique_ptr<p2p::Engine> p2p_;                   // host send/recv; destroyed before p2p_store_
 };
 
 }  // namespace coll

@@ -15,8 +15,9 @@ bool rooted(OpKind k) {
 
 // A snapshot's bytes in the store. The magic changes with the layout, so a rank running
 // another build of coll is reported as such instead of misread.
-constexpr uint32_t kSnapshotMagic = 0x3147444c;  // "LDG1"
+constexpr uint32_t kSnapshotMagic = 0x3247444c;  // "LDG2"
 constexpr size_t kMaxError = 400;
+constexpr size_t kMaxP2p = 160;
 
 struct WireEntry {
   uint64_t sequence, collective;
@@ -29,6 +30,7 @@ struct WireSnapshot {
   uint8_t busy, has_last, failed, unused[5];
   WireEntry current, last;
   char error[kMaxError];
+  char p2p[kMaxP2p];
 };
 
 WireEntry toWire(const LedgerEntry& e) { return {e.sequence, e.collective, e.fingerprint}; }
@@ -77,6 +79,7 @@ std::string LedgerSnapshot::encode() const {
   w.current = toWire(current);
   w.last = toWire(last);
   std::strncpy(w.error, error.c_str(), kMaxError - 1);
+  std::strncpy(w.p2p, p2p.c_str(), kMaxP2p - 1);
   return std::string(reinterpret_cast<const char*>(&w), sizeof w);
 }
 
@@ -86,6 +89,7 @@ std::optional<LedgerSnapshot> LedgerSnapshot::decode(const std::string& bytes) {
   std::memcpy(&w, bytes.data(), sizeof w);
   if (w.magic != kSnapshotMagic) return std::nullopt;
   w.error[kMaxError - 1] = '\0';
+  w.p2p[kMaxP2p - 1] = '\0';
   LedgerSnapshot s;
   s.rank = w.rank;
   s.collectives_issued = w.issued;
@@ -97,6 +101,7 @@ std::optional<LedgerSnapshot> LedgerSnapshot::decode(const std::string& bytes) {
   s.current = fromWire(w.current);
   s.last = fromWire(w.last);
   s.error = w.error;
+  s.p2p = w.p2p;
   return s;
 }
 
@@ -122,9 +127,15 @@ void Ledger::failed(const std::string& error) {
   state_.error = error.substr(0, kMaxError - 1);
 }
 
+void Ledger::setPointToPoint(std::function<std::string()> describe) {
+  std::lock_guard<std::mutex> lock(mu_);
+  p2p_ = std::move(describe);
+}
+
 LedgerSnapshot Ledger::snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   LedgerSnapshot s = state_;
+  if (p2p_) s.p2p = p2p_().substr(0, kMaxP2p - 1);
   s.rank = rank_;
   s.collectives_issued = issued_.load(std::memory_order_relaxed);
   return s;

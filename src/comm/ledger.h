@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -57,6 +58,7 @@ struct LedgerSnapshot {
   LedgerEntry current;
   LedgerEntry last;                    // the last op completed (successfully or not)
   std::string error;                   // the communicator's first error, truncated
+  std::string p2p;                     // the oldest outstanding send/recv ("recv #1 of 16 bytes from peer 3 (tag 0)")
 
   std::string encode() const;
   static std::optional<LedgerSnapshot> decode(const std::string& bytes);
@@ -73,6 +75,8 @@ class Ledger {
   void completed(bool ok);
   // The communicator's first error; read by peers that ask.
   void failed(const std::string& error);
+  // Where snapshots read the outstanding point-to-point ops (they run beside the progress thread).
+  void setPointToPoint(std::function<std::string()> describe);
 
   LedgerSnapshot snapshot() const;  // any thread
 
@@ -81,6 +85,7 @@ class Ledger {
   std::atomic<uint64_t> issued_{0};
   mutable std::mutex mu_;  // the progress thread writes, a responder reads rarely: uncontended
   LedgerSnapshot state_;
+  std::function<std::string()> p2p_;  // set once, before peers can ask
 };
 
 }  // namespace coll

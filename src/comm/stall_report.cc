@@ -38,6 +38,7 @@ std::string hostsOf(const std::vector<int>& ranks, const std::vector<std::string
 std::string whereabouts(const LedgerSnapshot& s, uint64_t collective) {
   if (s.busy) return "is still in " + s.current.label();
   std::string last = s.has_last ? "last ran " + s.last.label() : "has run nothing yet";
+  if (!s.p2p.empty()) last += "; waits in " + s.p2p;
   if (s.collectives_issued <= collective) return "has not called it (" + last + ")";
   return "has it queued (" + last + ")";
 }

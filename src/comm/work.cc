@@ -62,4 +62,20 @@ std::optional<Error> Work::error() const {
 
 uint64_t Work::sequence() const { return state_ ? state_->sequence : 0; }
 
+void Work::onComplete(std::function<void()> fn) const {
+  if (!state_) throw kInvalidWork;
+  bool added;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    added = state_->chainOnCompleteLocked(fn);
+  }
+  if (!added) return fn();
+  kickProgress(*state_);  // nobody may wait on it: make sure it runs
+}
+
+int Work::source() const {
+  if (!state_ || !state_->finished.load(std::memory_order_acquire)) return -1;
+  return state_->source;
+}
+
 }  // namespace coll

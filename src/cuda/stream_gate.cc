@@ -47,11 +47,7 @@ Status StreamGate::hold(void* stream, const std::shared_ptr<detail::WorkState>& 
   if (r != CUDA_SUCCESS) return transportError(format("cuStreamWaitValue64: CUresult %d", static_cast<int>(r)));
   std::atomic<uint64_t>* counter = counter_;
   std::lock_guard<std::mutex> lock(work->mu);
-  if (work->done) {
-    release(counter, ticket);
-    return Status::ok();
-  }
-  work->on_complete = [counter, ticket] { release(counter, ticket); };
+  if (!work->chainOnCompleteLocked([counter, ticket] { release(counter, ticket); })) release(counter, ticket);
   return Status::ok();
 }
 

@@ -76,10 +76,13 @@ Status checkOverlap(const OpRequest& op, const BufferSizes& s) {
 Status validate(const OpRequest& op, int rank, int nranks) {
   if (!isValid(op.type)) return invalidArgument(format("unknown data type %d", static_cast<int>(op.type)));
   if (reduces(op.kind) && !isValid(op.op)) return invalidArgument(format("unknown reduction op %d", static_cast<int>(op.op)));
-  if (hasRoot(op.kind) && (op.root < 0 || op.root >= nranks))
+  if (op.kind == OpKind::recv && op.root == -1) {  // from any source (kAnySource)
+    if (op.device >= 0 || op.stream) return invalidArgument("a receive from any source takes host memory and no stream");
+  } else if (hasRoot(op.kind) && (op.root < 0 || op.root >= nranks))
     return invalidArgument(format("%s %d is out of range for %d ranks", isPointToPoint(op.kind) ? "peer" : "root",
                                   op.root, nranks));
   if (isPointToPoint(op.kind) && op.root == rank) return invalidArgument("send/recv to oneself");
+  if (isPointToPoint(op.kind) && op.tag < 0) return invalidArgument(format("tag %d: tags are from 0 up", op.tag));
   if (op.count > (size_t{1} << 50) / static_cast<size_t>(nranks))
     return invalidArgument(format("count %zu is too large (negative in the caller?)", op.count));
   BufferSizes s = sizesOf(op, rank, nranks);

@@ -31,7 +31,8 @@ struct OpRequest {
   size_t count = 0;
   DataType type = DataType::f32;
   ReduceOp op = ReduceOp::sum;
-  int root = -1;                // rooted collectives; the peer for send/recv
+  int root = -1;                // rooted collectives; the peer for send/recv (recv: -1 = any source)
+  int tag = 0;                  // send/recv: matched by (peer, tag); >= 0
   uint64_t board_ticket = 0;    // posted on the small-op board at issue (0: not posted)
   uint64_t wire_sequence = 0;   // in the message tag: per communicator, or per peer for p2p
   std::shared_ptr<detail::WorkState> work;

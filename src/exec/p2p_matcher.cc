@@ -47,6 +47,19 @@ std::optional<Receive> Matcher::arrive(const Envelope& envelope) {
   return receive;
 }
 
+bool Matcher::cancel(uint64_t id) {
+  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+    auto& queue = it->second;
+    auto found = std::find_if(queue.begin(), queue.end(), [&](const auto& s) { return s.item.id == id; });
+    if (found == queue.end()) continue;
+    queue.erase(found);
+    if (queue.empty()) posted_.erase(it);
+    --posted_count_;
+    return true;
+  }
+  return false;
+}
+
 std::vector<Receive> Matcher::takeAllPosted() {
   std::vector<Stamped<Receive>> all;
   for (auto& [key, queue] : posted_) all.insert(all.end(), queue.begin(), queue.end());

@@ -49,6 +49,9 @@ class Matcher {
   // match it, or nothing: then it waits as unexpected, and a later post() takes it.
   std::optional<Receive> arrive(const Envelope& envelope);
 
+  // Removes a waiting receive (its op failed); false if it is not waiting.
+  bool cancel(uint64_t id);
+
   // Every receive still waiting, in post order, removed (the communicator failed: each is
   // failed with its error).
   std::vector<Receive> takeAllPosted();

@@ -51,6 +51,7 @@ struct WorkState {
   bool done = false;
   std::optional<Error> error;
   std::atomic<bool> finished{false};  // mirrors done, for waiters that spin before locking
+  int source = -1;  // a receive: the rank its message came from (set before done)
   // Run once, by the completing thread, after done is set (a CUDA stream waiting for the op:
   // src/cuda/stream_gate.h). Set under mu, and only while !done.
   std::function<void()> on_complete;
@@ -67,6 +68,21 @@ struct WorkState {
     error.reset();
     finished.store(false, std::memory_order_relaxed);
     on_complete = nullptr;
+  }
+
+  // Adds fn to what runs on completion, after what is there; false (nothing added) when the
+  // state is done already. Caller holds mu.
+  bool chainOnCompleteLocked(std::function<void()> fn) {
+    if (done) return false;
+    if (!on_complete) {
+      on_complete = std::move(fn);
+    } else {
+      on_complete = [before = std::move(on_complete), fn = std::move(fn)] {
+        before();
+        fn();
+      };
+    }
+    return true;
   }
 
   void complete(std::optional<Error> e) {

@@ -464,9 +464,12 @@ void badInput(Communicator& comm, Rank&) {
   expectInvalid("in-place alltoall", [&] { comm.alltoall(a.data(), a.data(), 2, DataType::i32); });
   expectInvalid("send to oneself", [&] { comm.send(a.data(), 1, DataType::i32, rank); });
   expectInvalid("recv from oneself", [&] { comm.recv(a.data(), 1, DataType::i32, rank); });
-  for (int peer : {-1, n, n + 5}) {
+  expectInvalid("recv from a peer out of range", [&] { comm.recv(a.data(), 1, DataType::i32, -2); });
+  expectInvalid("send with a negative tag", [&] { comm.send(a.data(), 1, DataType::i32, (rank + 1) % n, -3); });
+  for (int peer : {-1, n, n + 5}) {  // (a receive from -1 is one from any source)
     expectInvalid("send to a peer out of range", [&] { comm.send(a.data(), 1, DataType::i32, peer); });
-    expectInvalid("recv from a peer out of range", [&] { comm.recv(a.data(), 1, DataType::i32, peer); });
+    if (peer != -1)
+      expectInvalid("recv from a peer out of range", [&] { comm.recv(a.data(), 1, DataType::i32, peer); });
     expectInvalid("reduce to a root out of range",
                   [&] { comm.reduce(a.data(), b.data(), 1, DataType::i32, ReduceOp::sum, peer); });
     expectInvalid("gather to a root out of range", [&] { comm.gather(a.data(), b.data(), 1, DataType::i32, peer); });

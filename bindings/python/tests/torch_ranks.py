@@ -137,6 +137,48 @@ def test_point_to_point_and_async(r, n):
     dist.barrier()
 
 
+def test_p2p_progress(r, n):
+    """Sends and receives progress on their own (no group, any order), matched by tag."""
+    peer = r ^ 1
+    if peer < n:
+        for numel in (2, 1 << 18, 1 << 24):  # 8 B, 1 MiB, 64 MiB: eager and rendezvous
+            got = torch.empty(numel)
+            reqs = [dist.irecv(got, peer), dist.isend(torch.full((numel,), float(r)), peer)]
+            reqs[1].wait()  # the send finishes though this rank's receive was posted first
+            reqs[0].wait()
+            check(got, torch.full((numel,), float(peer)), f"irecv before isend, {numel * 4} bytes")
+        # Tags: two messages received in the opposite order of their sending.
+        a, b = torch.empty(5), torch.empty(5)
+        rb, ra = dist.irecv(b, peer, tag=2), dist.irecv(a, peer, tag=1)
+        s1, s2 = dist.isend(torch.full((5,), 1.0 + r), peer, tag=1), dist.isend(torch.full((5,), 2.0 + r), peer, tag=2)
+        for q in (rb, ra, s1, s2):
+            q.wait()
+        check(a, torch.full((5,), 1.0 + peer), "tag 1")
+        check(b, torch.full((5,), 2.0 + peer), "tag 2")
+    # batch_isend_irecv without a group around it: a ring in both directions.
+    right, left = (r + 1) % n, (r - 1) % n
+    from_left, from_right = torch.empty(1000), torch.empty(1000)
+    ops = [dist.P2POp(dist.irecv, from_left, left), dist.P2POp(dist.irecv, from_right, right),
+           dist.P2POp(dist.isend, torch.full((1000,), float(r)), right),
+           dist.P2POp(dist.isend, torch.full((1000,), float(r)), left)]
+    for q in dist.batch_isend_irecv(ops):
+        q.wait()
+    check(from_left, torch.full((1000,), float(left)), "batch ring from the left")
+    check(from_right, torch.full((1000,), float(right)), "batch ring from the right")
+    # Receive from any source: rank 0 hears from everyone, dist.recv names who.
+    if r == 0:
+        seen = set()
+        for _ in range(n - 1):
+            t = torch.empty(3)
+            src = dist.recv(t)
+            check(t, torch.full((3,), float(src)), f"recv from any source (rank {src})")
+            seen.add(src)
+        assert seen == set(range(1, n)), seen
+    else:
+        dist.send(torch.full((3,), float(r)), 0)
+    dist.barrier()
+
+
 def test_groups_and_errors(r, n):
     members = list(range(n - 1)) if n > 2 else [0, 1]
     group = dist.new_group(members, backend="coll")
@@ -165,6 +207,7 @@ def collectives():
     test_data_movement(r, n)
     test_alltoall(r, n)
     test_point_to_point_and_async(r, n)
+    test_p2p_progress(r, n)
     test_groups_and_errors(r, n)
     print(f"rank {r}: collectives ok", flush=True)
 

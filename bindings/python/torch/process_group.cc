@@ -64,7 +64,7 @@ ProcessGroupColl::~ProcessGroupColl() {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::submit(c10d::OpType type, std::vector<at::Tensor> outputs,
                                                         std::vector<at::Tensor> keep, std::function<void()> finish_ok,
-                                                        const Issue& issue) {
+                                                        const Issue& issue, bool point_to_point) {
   std::vector<coll::Work> ops;
   {
     std::lock_guard<std::mutex> lock(issue_mu_);
@@ -75,7 +75,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::submit(c10d::OpType type, std::
     }
   }
   auto work = c10::make_intrusive<CollWork>(rank_, type, std::move(outputs), std::move(keep), std::move(finish_ok));
-  completer_->add(std::move(ops), work);
+  completer_->add(std::move(ops), work, point_to_point);
   return work;
 }
 
@@ -138,26 +138,39 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::barrier(const c10d::BarrierOpti
                 [](Communicator& c) { return std::vector<coll::Work>{c.barrier()}; });
 }
 
-// Tags are not matched: coll pairs sends and receives in issue order per pair of ranks, which
-// is what pipeline schedules issue anyway.
-c10::intrusive_ptr<c10d::Work> ProcessGroupColl::send(std::vector<at::Tensor>& tensors, int dst, int) {
+// Matched by (peer, tag) as gloo matches them; they progress on their own (a posted receive
+// never holds back a later send) and complete as their partners arrive.
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   const at::Tensor& t = single(tensors, "send");
   DataType type = collTypeOf(t, "send");
   checkRank(dst, size_, "send", "destination");
+  TORCH_CHECK(tag >= 0, "coll send: tag ", tag, " is negative; tags are from 0 up");
   at::Tensor d = t.contiguous();
-  return submit(c10d::OpType::SEND, {t}, {d}, nullptr, [&](Communicator& c) {
-    return std::vector<coll::Work>{c.send(d.data_ptr(), d.numel(), type, dst)};
-  });
+  return submit(
+      c10d::OpType::SEND, {t}, {d}, nullptr,
+      [&](Communicator& c) { return std::vector<coll::Work>{c.send(d.data_ptr(), d.numel(), type, dst, tag)}; }, true);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupColl::recv(std::vector<at::Tensor>& tensors, int src, int) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  checkRank(src, size_, "recv", "source");
+  return receive(tensors, src, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  return receive(tensors, kAnySource, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::receive(std::vector<at::Tensor>& tensors, int src, int tag) {
   const at::Tensor& t = single(tensors, "recv");
   DataType type = collTypeOf(t, "recv");
-  checkRank(src, size_, "recv", "source");
+  TORCH_CHECK(tag >= 0, "coll recv: tag ", tag, " is negative; tags are from 0 up");
   Dense d = dense(t);
-  return submit(c10d::OpType::RECV, {t}, {d.tensor}, d.copy_back, [&](Communicator& c) {
-    return std::vector<coll::Work>{c.recv(d.tensor.data_ptr(), d.tensor.numel(), type, src)};
-  });
+  return submit(
+      src == kAnySource ? c10d::OpType::RECVANYSOURCE : c10d::OpType::RECV, {t}, {d.tensor}, d.copy_back,
+      [&](Communicator& c) {
+        return std::vector<coll::Work>{c.recv(d.tensor.data_ptr(), d.tensor.numel(), type, src, tag)};
+      },
+      true);
 }
 
 }  // namespace coll::torch_backend

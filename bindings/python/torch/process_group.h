@@ -33,6 +33,7 @@ class ProcessGroupColl : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
   // process_group_lists.cc: the collectives over lists of tensors.
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -62,7 +63,8 @@ class ProcessGroupColl : public c10d::ProcessGroup {
   // refusals (coll::Error) become RuntimeErrors before anything is sent.
   c10::intrusive_ptr<c10d::Work> submit(c10d::OpType type, std::vector<at::Tensor> outputs,
                                         std::vector<at::Tensor> keep, std::function<void()> finish_ok,
-                                        const Issue& issue);
+                                        const Issue& issue, bool point_to_point = false);
+  c10::intrusive_ptr<c10d::Work> receive(std::vector<at::Tensor>& tensors, int src, int tag);
   // Per-peer point-to-point exchange as one coll group: chunk p of `send` to rank p, chunk p
   // of `recv` from rank p (uneven all-to-all).
   std::vector<coll::Work> exchange(Communicator& comm, const std::vector<at::Tensor>& send,

@@ -2,6 +2,7 @@
 
 #include <ATen/core/jit_type.h>
 
+#include <atomic>
 #include <stdexcept>
 
 #include "coll/error.h"
@@ -33,7 +34,7 @@ void CollWork::complete(std::exception_ptr error) {
   finish(error);
 }
 
-Completer::Completer() : thread_([this] { loop(); }) {}
+Completer::Completer() : thread_([this] { loop(); }), any_order_thread_([this] { anyOrderLoop(); }) {}
 
 Completer::~Completer() {
   {
@@ -42,14 +43,49 @@ Completer::~Completer() {
   }
   cv_.notify_all();
   thread_.join();
+  any_order_thread_.join();
 }
 
-void Completer::add(std::vector<coll::Work> ops, c10::intrusive_ptr<CollWork> work) {
+void Completer::add(std::vector<coll::Work> ops, c10::intrusive_ptr<CollWork> work, bool in_any_order) {
+  if (!in_any_order) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(Entry{std::move(ops), std::move(work)});
+    }
+    cv_.notify_all();
+    return;
+  }
+  auto entry = std::make_shared<Entry>(Entry{std::move(ops), std::move(work)});
+  auto left = std::make_shared<std::atomic<size_t>>(entry->ops.size() + 1);  // +1: released below
+  auto arrived = [this, entry, left] {
+    if (left->fetch_sub(1) != 1) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_.push_back(std::move(*entry));
+      --in_flight_;
+      cv_.notify_all();  // under the lock: the Completer may be destroyed once in_flight_ is 0
+    }
+  };
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(Entry{std::move(ops), std::move(work)});
+    ++in_flight_;
   }
-  cv_.notify_one();
+  for (const coll::Work& op : entry->ops) op.onComplete(arrived);  // may run at once, here
+  arrived();
+}
+
+void Completer::finish(Entry& entry) {
+  std::exception_ptr error;
+  try {
+    for (const auto& op : entry.ops) op.wait();  // each bounded by its op's deadline
+  } catch (const coll::Error& e) {
+    // RuntimeError in Python; the code leads so scripts can tell a timeout from a lost peer.
+    error = std::make_exception_ptr(std::runtime_error(std::string("coll ") + toString(e.code()) + ": " + e.what()));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (entry.ops.size() == 1) entry.work->setSourceRank(entry.ops[0].source());
+  entry.work->complete(error);
 }
 
 void Completer::loop() {
@@ -62,16 +98,22 @@ void Completer::loop() {
       entry = std::move(queue_.front());
       queue_.pop_front();
     }
-    std::exception_ptr error;
-    try {
-      for (const auto& op : entry.ops) op.wait();  // each bounded by its op's deadline
-    } catch (const coll::Error& e) {
-      // RuntimeError in Python; the code leads so scripts can tell a timeout from a lost peer.
-      error = std::make_exception_ptr(std::runtime_error(std::string("coll ") + toString(e.code()) + ": " + e.what()));
-    } catch (...) {
-      error = std::current_exception();
+    finish(entry);
+  }
+}
+
+// Point-to-point entries, in the order they finished (their waits return at once).
+void Completer::anyOrderLoop() {
+  for (;;) {
+    Entry entry;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return !ready_.empty() || (stopping_ && in_flight_ == 0); });
+      if (ready_.empty()) return;  // stopping and drained
+      entry = std::move(ready_.front());
+      ready_.pop_front();
     }
-    entry.work->complete(error);
+    finish(entry);
   }
 }
 

@@ -1,11 +1,14 @@
 // The c10d::Work the coll backend returns, and the thread that completes it.
 //
-// coll runs every op on its own progress thread; nothing here runs collectives. The
-// Completer waits on coll's Work handles in issue order (ops on one communicator complete in
-// that order) and then finishes the torch Work: copies results into non-contiguous or listed
-// outputs, marks the Future (whose value is the output List[Tensor], as DDP expects) and wakes
-// waiters. Callbacks chained on the Future therefore run on the Completer, never on coll's
-// progress thread and never inside the autograd thread.
+// coll runs every op on its own threads; nothing here runs collectives. The Completer waits
+// on coll's Work handles of collectives in issue order (they complete in that order) and then
+// finishes the torch Work: copies results into non-contiguous or listed outputs, marks the
+// Future (whose value is the output List[Tensor], as DDP expects) and wakes waiters. Sends and
+// receives complete in any order, as their partners arrive, so they must never wait behind a
+// collective (a rank may send only after its receive finished): coll tells the Completer when
+// each finished (Work::onComplete) and a second thread of it finishes their torch Works in that
+// order. Callbacks chained on the Future therefore run on the Completer's threads, never on
+// coll's and never inside the autograd thread.
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -31,6 +34,9 @@ class CollWork : public c10d::Work {
 
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // A receive's sender (recvAnysource); set before completion.
+  int sourceRank() const override { return source_; }
+  void setSourceRank(int rank) { source_ = rank; }
 
   // Called once, by the Completer: error == nullptr means every coll op succeeded.
   void complete(std::exception_ptr error);
@@ -40,6 +46,7 @@ class CollWork : public c10d::Work {
   std::vector<at::Tensor> keep_;
   std::function<void()> finish_ok_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  int source_ = -1;
 };
 
 class Completer {
@@ -47,8 +54,9 @@ class Completer {
   Completer();
   ~Completer();  // drains: every queued wait is bounded by its op's deadline
 
-  // The coll ops that make up `work`, in issue order.
-  void add(std::vector<coll::Work> ops, c10::intrusive_ptr<CollWork> work);
+  // The coll ops that make up `work`, in issue order. in_any_order: point-to-point ops,
+  // finished as they complete instead of in issue order.
+  void add(std::vector<coll::Work> ops, c10::intrusive_ptr<CollWork> work, bool in_any_order = false);
 
  private:
   struct Entry {
@@ -56,12 +64,17 @@ class Completer {
     c10::intrusive_ptr<CollWork> work;
   };
   void loop();
+  void anyOrderLoop();
+  static void finish(Entry& entry);
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Entry> queue_;
+  std::deque<Entry> queue_;        // collectives, in issue order
+  std::deque<Entry> ready_;        // point-to-point entries whose ops all finished
+  size_t in_flight_ = 0;           // point-to-point entries not yet in ready_
   bool stopping_ = false;
   std::thread thread_;
+  std::thread any_order_thread_;
 };
 
 }  // namespace coll::torch_backend

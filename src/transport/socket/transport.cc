@@ -153,7 +153,9 @@ class SocketTransport : public Transport {
     int one = 1;
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     StreamIdentity who;
-    Deadline limit = std::min(deadline, Clock::now() + kHandshakeLimit);
+    // Not cut short by the caller's deadline: a caller may wait in slices (the p2p engine),
+    // and a handshake cut off halfway would fail the dialing peer.
+    Deadline limit = Clock::now() + kHandshakeLimit;
     Status st = acceptStream(fd.get(), dir_.secret, dir_.key_prefix, dir_.rank, dir_.size, config_.socket_nstreams,
                              limit, &who);
     if (!st) {

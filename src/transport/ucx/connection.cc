@@ -296,6 +296,16 @@ bool UcxConnection::busyWithOwnTraffic() const {
 }
 
 void UcxConnection::releaseRequests() {
+  // A receive still posted (the p2p engine always has one per peer) would stay in UCX's
+  // expected queue, which then warns at teardown that its request was never returned:
+  // cancel it first. Cancelling may run its callback at once, hence after the loop.
+  std::vector<void*> posted;
+  for (auto& [raw, p] : in_flight_) {
+    if (p->kind != Pending::recv || !p->request || p->released) continue;
+    p->reported = true;
+    posted.push_back(p->request);
+  }
+  for (void* request : posted) ucp_request_cancel(s_.worker, request);
   for (auto& [raw, p] : in_flight_) {
     if (!p->request || p->released) continue;
     p->released = true;

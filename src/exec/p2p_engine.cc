@@ -1,0 +1,268 @@
+// The engine's thread: connecting, taking posts from the inbox, waiting on every transport and
+// the wake-up descriptor at once, deadlines and failure. The protocol is in p2p_protocol.cc.
+#include "exec/p2p_engine_impl.h"
+
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "base/log.h"
+
+namespace coll::p2p {
+namespace {
+
+using transport::Clock;
+
+constexpr auto kConnectSlice = std::chrono::milliseconds(100);  // stopping is checked between slices
+constexpr auto kMaxSleep = std::chrono::milliseconds(50);       // transports check peers' liveness between waits
+constexpr auto kUnpolledSlice = std::chrono::microseconds(200);  // per transport that has no descriptors
+
+timespec timespecUntil(transport::Deadline until) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::max<Clock::duration>(until - Clock::now(), {}));
+  return {static_cast<time_t>(ns.count() / 1'000'000'000), static_cast<long>(ns.count() % 1'000'000'000)};
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options, std::vector<std::unique_ptr<transport::Transport>> owned,
+               std::vector<transport::Transport*> for_peer)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(owned), std::move(for_peer))) {}
+Engine::~Engine() = default;
+void Engine::post(std::vector<Message> messages) { impl_->post(std::move(messages)); }
+void Engine::abort(const std::string& reason) { impl_->abort(reason); }
+std::string Engine::describeOutstanding() const { return impl_->describeOutstanding(); }
+
+Engine::Impl::Impl(EngineOptions options, std::vector<std::unique_ptr<transport::Transport>> owned,
+                   std::vector<transport::Transport*> for_peer)
+    : opt_(std::move(options)), owned_(std::move(owned)), for_peer_(std::move(for_peer)),
+      channels_(opt_.size), wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  for (transport::Transport* t : for_peer_)
+    if (t && std::find(active_.begin(), active_.end(), t) == active_.end()) active_.push_back(t);
+  thread_ = std::thread([this] { run(); });
+}
+
+Engine::Impl::~Impl() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake();
+  thread_.join();
+}
+
+void Engine::Impl::post(std::vector<Message> messages) {
+  std::optional<Error> failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_) {
+      for (Message& m : messages) inbox_.push_back(std::move(m));
+      inbox_count_.store(inbox_.size(), std::memory_order_release);
+    }
+    failed = failed_;
+  }
+  if (!failed) return wake();
+  for (Message& m : messages) m.work->complete(Error(failed->code(), m.what + ": " + failed->what()));
+}
+
+void Engine::Impl::abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_) failed_ = Error(ErrorCode::PeerLost, reason);
+  }
+  for (transport::Transport* t : active_) t->abort(reason);  // any thread may; peers fail fast
+  wake();
+}
+
+std::string Engine::Impl::describeOutstanding() const {
+  size_t n = outstanding_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (n == 0 || oldest_what_.empty()) return "";
+  return n == 1 ? oldest_what_ : format("%s and %zu more", oldest_what_.c_str(), n - 1);
+}
+
+// Keeps describeOutstanding()'s text: one string copy when the oldest op changes.
+void Engine::Impl::noteOldest() {
+  outstanding_.store(ops_.size(), std::memory_order_relaxed);
+  uint64_t oldest = ops_.empty() ? 0 : ops_.begin()->first;
+  if (oldest == oldest_id_) return;
+  oldest_id_ = oldest;
+  std::lock_guard<std::mutex> lock(mu_);
+  oldest_what_ = oldest ? ops_.begin()->second.msg.what : std::string();
+}
+
+void Engine::Impl::wake() {
+  uint64_t one = 1;
+  if (wake_fd_) (void)!::write(wake_fd_.get(), &one, sizeof one);
+}
+
+void Engine::Impl::run() {
+  connectAll();
+  while (takeInbox()) {
+    waitForNews(&completions_);
+    for (const transport::Completion& c : completions_) onCompletion(c);
+    completions_.clear();
+    checkDeadlines();
+    noteOldest();
+  }
+  dead_ = true;  // the transports close as they are destroyed, as the collectives' do: no abort
+  failAll(Error(ErrorCode::PeerLost, "the communicator was destroyed while the op was outstanding"), false);
+}
+
+// Every pair connects once, both sides in the order of the pair's lower rank then higher
+// rank, so no rank waits on one that waits on another (every rank runs this at start).
+// A failure here is reported only to the ops that are posted: a job that never uses
+// point-to-point must not fail because a peer left before its engine was connected.
+bool Engine::Impl::connectAll() {
+  for (int peer = 0; peer < opt_.size; ++peer) {
+    if (!for_peer_[peer]) continue;
+    Status st;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_ || failed_) return false;
+      }
+      // The accepting side of a socket (the lower rank) may be asked again after a slice
+      // (accepted streams wait for the next call), so a destructor never waits long for a
+      // peer that will not come; everything else gets one call with the whole deadline.
+      const bool sliced = std::string(for_peer_[peer]->name()) == "socket" && opt_.rank < peer;
+      auto slice = sliced ? std::min(opt_.connect_deadline, Clock::now() + kConnectSlice) : opt_.connect_deadline;
+      st = for_peer_[peer]->connect(peer, slice, &channels_[peer].conn);
+      if (st || st.code() != ErrorCode::Timeout || Clock::now() >= opt_.connect_deadline) break;
+    }
+    if (!st) {
+      failAll(Error(st.code(), format("the point-to-point channel to peer %d could not be set up: %s", peer,
+                                      st.message().c_str())), false);
+      return false;
+    }
+    channels_[peer].via = for_peer_[peer];
+    postEnvelopeRecv(peer);
+  }
+  return true;
+}
+
+// Starts what was posted; false once the engine is stopping.
+bool Engine::Impl::takeInbox() {
+  std::vector<Message> taken;
+  std::optional<Error> failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    taken.swap(inbox_);
+    inbox_count_.store(0, std::memory_order_release);
+    failed = failed_;
+  }
+  if (failed && !dead_) failAll(*failed, false);  // abort() from another thread
+  for (Message& m : taken) {
+    if (failed) m.work->complete(Error(failed->code(), m.what + ": " + failed->what()));
+    else start(std::move(m));
+  }
+  return true;
+}
+
+// Collects completions: a poll of every transport, a short spin while ops are outstanding,
+// then one sleep on every transport's descriptors and the wake-up eventfd together.
+void Engine::Impl::waitForNews(std::vector<transport::Completion>* out) {
+  if (dead_) {  // only posts (failed at once) and stopping can wake us
+    pollfd wake{wake_fd_.get(), POLLIN, 0};
+    timespec ts = timespecUntil(Clock::now() + kMaxSleep);
+    ::ppoll(&wake, 1, &ts, nullptr);
+    uint64_t drained;
+    (void)!::read(wake_fd_.get(), &drained, sizeof drained);
+    return;
+  }
+  for (transport::Transport* t : active_)
+    if (Status st = t->progress(out, Clock::now()); !st) return failAll(st.toError("point-to-point"), !ops_.empty());
+  if (!out->empty()) return;
+  auto end = Clock::now() + opt_.spin;
+  while (!ops_.empty() && Clock::now() < end) {
+    ::sched_yield();
+    for (transport::Transport* t : active_) (void)t->progress(out, Clock::now());
+    if (!out->empty() || inbox_count_.load(std::memory_order_acquire) > 0) return;
+  }
+  auto until = Clock::now() + kMaxSleep;
+  if (!ops_.empty()) until = std::min(until, ops_.begin()->second.deadline);
+  if (blockOnAll(until)) {
+    for (transport::Transport* t : active_) (void)t->progress(out, Clock::now());
+    return;
+  }
+  for (transport::Transport* t : active_) {  // one cannot be waited on by descriptor: take turns
+    if (!out->empty() || inbox_count_.load(std::memory_order_acquire) > 0) break;
+    (void)t->progress(out, std::min(until, Clock::now() + kUnpolledSlice));
+  }
+}
+
+bool Engine::Impl::blockOnAll(transport::Deadline until) {
+  fds_.clear();
+  fds_.push_back({wake_fd_.get(), POLLIN, 0});
+  for (transport::Transport* t : active_)
+    if (!t->pollFds(&fds_)) return false;
+  size_t armed = 0;
+  bool news = inbox_count_.load(std::memory_order_acquire) > 0;
+  for (; armed < active_.size() && !news; ++armed) news = !active_[armed]->armForPoll();
+  if (!news) {
+    timespec ts = timespecUntil(until);
+    ::ppoll(fds_.data(), fds_.size(), &ts, nullptr);
+  }
+  for (size_t i = 0; i < armed; ++i) active_[i]->disarmAfterPoll();
+  uint64_t drained;
+  (void)!::read(wake_fd_.get(), &drained, sizeof drained);  // nonblocking: empties it if set
+  return true;
+}
+
+void Engine::Impl::checkDeadlines() {
+  if (ops_.empty() || ops_.begin()->second.deadline > Clock::now()) return;
+  const Op& late = ops_.begin()->second;
+  std::string why = late.msg.send
+                        ? format("peer %d has not taken it (no matching receive was posted there)", late.msg.peer)
+                        : format("no message matching it arrived%s", unexpectedSummary().c_str());
+  failAll(Error(ErrorCode::Timeout,
+                format("%s did not complete within COLL_TIMEOUT (%.1f s): %s", late.msg.what.c_str(),
+                       std::chrono::duration<double>(opt_.timeout).count(), why.c_str())),
+          true);
+}
+
+void Engine::Impl::failPeer(int peer, const Error& error) {
+  Channel& ch = channels_[peer];
+  if (ch.lost) return;
+  ch.lost = error;
+  for (auto& [id, in] : inbound_)
+    if (in.source == peer && (in.envelope.kind == EnvelopeKind::rts || !in.payload_done)) in.lost = true;
+  std::vector<uint64_t> doomed;
+  for (auto& [id, op] : ops_) {
+    const bool involved = op.msg.send ? op.msg.peer == peer
+                                      : op.msg.peer == peer || (op.matched && op.msg.work->source == peer);
+    if (involved) doomed.push_back(id);
+  }
+  for (uint64_t id : doomed) {
+    matcher_.cancel(id);
+    complete(id, Error(error.code(), ops_.at(id).msg.what + ": " + error.what()));
+  }
+}
+
+void Engine::Impl::failAll(const Error& error, bool report) {
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_) {
+      failed_ = error;
+      first = true;
+    }
+  }
+  if (first && report && opt_.on_failure) opt_.on_failure(error);
+  if (!dead_)
+    for (transport::Transport* t : active_) t->abort(error.what());
+  dead_ = true;
+  Error e = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return *failed_;
+  }();
+  std::map<uint64_t, Op> ops;
+  ops.swap(ops_);
+  for (auto& [id, op] : ops) op.msg.work->complete(Error(e.code(), op.msg.what + ": " + e.what()));
+  (void)matcher_.takeAllPosted();  // inbound_ stays: an aborted transport may still hold its buffers
+  outstanding_.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace coll::p2p

@@ -1,0 +1,75 @@
+// Point-to-point that progresses on its own (docs/design/p2p_progress.md): sends and receives
+// posted from any thread are matched by (source, tag) as MPI and gloo match them and complete
+// as their partners arrive, in any order and number, beside the collectives of the same
+// communicator, which run on other connections.
+//
+// The engine owns a transport set of its own (made by the communicator with the others, so
+// collectives and point-to-point never share a connection's ordering) and one thread, which
+// connects to every peer at start (in one global order, so no two ranks wait on each other)
+// and then drives the envelope protocol (p2p_wire.h): an envelope receive is always posted on
+// every connection, so whatever a peer sends is read; small messages go eager, large ones
+// after the receiver has matched a buffer (RTS, CTS, DATA), straight into that buffer.
+//
+// Each op must complete within COLL_TIMEOUT of its posting. A failure (a peer lost, a timeout,
+// a size disagreement) fails every outstanding op with the error, which names the op, the
+// peer, the tag and the cause, and is reported through on_failure; later posts fail with it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coll/error.h"
+#include "exec/p2p_matcher.h"
+#include "exec/work_state.h"
+#include "transport/transport.h"
+
+namespace coll::p2p {
+
+struct EngineOptions {
+  int rank = 0;
+  int size = 1;
+  std::chrono::milliseconds timeout{300'000};  // per op, from its posting (COLL_TIMEOUT)
+  std::chrono::microseconds spin{50};           // polling before sleeping while ops are outstanding
+  transport::Deadline connect_deadline;         // for connecting to every peer
+  std::function<void(const Error&)> on_failure;  // called once, from the engine's thread
+};
+
+// One send or receive. A receive from kAnySource reports the sender in work->source.
+struct Message {
+  bool send = false;
+  int peer = 0;  // the destination, or the source (kAnySource: anyone)
+  int tag = 0;   // >= 0
+  void* data = nullptr;  // read for a send, written for a receive
+  size_t bytes = 0;
+  std::string what;  // for errors: "send of 1024 bytes to peer 1 (tag 0)"
+  std::shared_ptr<detail::WorkState> work;
+};
+
+class Engine {
+ public:
+  // owned: the engine's transports; for_peer: which one reaches each rank (nullptr for self).
+  Engine(EngineOptions options, std::vector<std::unique_ptr<transport::Transport>> owned,
+         std::vector<transport::Transport*> for_peer);
+  // Fails what is outstanding ("the communicator was destroyed") and stops the thread.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Any thread. The messages of one call are posted together (a group), in order.
+  void post(std::vector<Message> messages);
+  // Any thread: fails every outstanding and later op with PeerLost naming the reason.
+  void abort(const std::string& reason);
+  // "recv #4 of 8 bytes from peer 2 (tag 0) and 2 more": the oldest outstanding op, for stall
+  // reports (the ledger); empty when none is outstanding. Any thread.
+  std::string describeOutstanding() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace coll::p2p
