@@ -317,6 +317,19 @@ void bindCommunicator(py::module_& m) {
            "COLL_ALGO's rules ('allreduce:0-64K:tree;allreduce:64K-inf:ring'; '' lets the selector decide) for "
            "the ops issued from now on. Every rank calls it at the same point, with none of its ops queued.")
       .def("describe", [](PyCommunicator& c) { return c.get().describe(); })
+      .def("split", [](PyCommunicator& c, int color, py::object key) -> py::object {
+             Communicator& comm = c.get();
+             const int k = key.is_none() ? comm.rank() : key.cast<int>();
+             std::unique_ptr<Communicator> part;
+             {
+               py::gil_scoped_release release;
+               part = comm.split(color, k);
+             }
+             if (!part) return py::none();
+             return py::cast(std::make_unique<PyCommunicator>(std::move(part)));
+           }, "color"_a, "key"_a = py::none(),
+           "As MPI_Comm_split: ranks with the same color (>= 0) form a new Communicator, ranked by key\n"
+           "(default: this rank) then rank; color -1 (coll.SPLIT_NOCOLOR) joins none and gets None.")
       .def("close", &PyCommunicator::close,
            "Waits for queued ops (bounded by their deadlines, without the GIL) and disconnects.")
       .def("__enter__", [](py::object self) { return self; })

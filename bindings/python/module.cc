@@ -67,5 +67,6 @@ PYBIND11_MODULE(_coll, m) {
       "MASTER_PORT override). Raises coll.Error: InvalidArgument when the environment is\n"
       "incomplete, Timeout when the others do not arrive within COLL_TIMEOUT.");
   m.attr("__version__") = "0.1.0";
+  m.attr("SPLIT_NOCOLOR") = coll::kSplitNoColor;
   m.attr("ANY_SOURCE") = coll::kAnySource;
 }

@@ -79,6 +79,10 @@ COLL_API collResult_t collCommAbort(collComm_t comm);
 /* After a failure the survivors make *newcomm without excludeRanks (like ncclCommShrink):
  * every survivor passes the same ranks; comm stays valid until destroyed or aborted. */
 COLL_API collResult_t collCommShrink(collComm_t comm, const int* excludeRanks, int excludeCount, collComm_t* newcomm);
+/* Like ncclCommSplit / MPI_Comm_split: every rank of comm calls it; ranks with the same color
+ * form *newcomm, ranked by key then by their rank in comm; COLL_SPLIT_NOCOLOR gets NULL. */
+#define COLL_SPLIT_NOCOLOR (-1)
+COLL_API collResult_t collCommSplit(collComm_t comm, int color, int key, collComm_t* newcomm);
 COLL_API collResult_t collCommGetAsyncError(collComm_t comm, collResult_t* asyncError);
 COLL_API collResult_t collCommCount(const collComm_t comm, int* count);
 COLL_API collResult_t collCommUserRank(const collComm_t comm, int* rank);

@@ -17,6 +17,8 @@ namespace coll {
 
 // recv from any rank; Work::source() then says which.
 inline constexpr int kAnySource = -1;
+// split's color for a rank that joins no new communicator.
+inline constexpr int kSplitNoColor = -1;
 
 // How to reach the others explicitly, instead of reading a launcher's environment.
 struct CommOptions {
@@ -127,6 +129,14 @@ class COLL_API Communicator {
   // range, repeated or the caller's own, Timeout when a survivor does not join within
   // COLL_TIMEOUT (the store's host died, or the survivors disagree about who is excluded).
   std::unique_ptr<Communicator> shrink(const std::vector<int>& excluded_ranks);
+
+  // As MPI_Comm_split and ncclCommSplit: every rank calls it; ranks with the same color form a
+  // new communicator, ranked by key and then by rank here; kSplitNoColor takes part and gets
+  // null. The new communicators share this one's rendezvous store (each under a namespace of
+  // its own), make their own connections (shared memory inside hosts, as usual) and live on
+  // their own: one failing, aborted or destroyed leaves this one and the others as they are.
+  // Collective over this communicator (its colors and keys travel by an all-gather).
+  std::unique_ptr<Communicator> split(int color, int key);
 
   // Replaces the COLL_ALGO rules for the ops issued from now on, in COLL_ALGO's grammar
   // ("allreduce:0-64K:tree;allreduce:64K-inf:ring"; "" lets the selector decide again), so

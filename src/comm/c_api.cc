@@ -208,6 +208,19 @@ collResult_t collCommShrink(collComm_t comm, const int* excludeRanks, int exclud
   });
 }
 
+collResult_t collCommSplit(collComm_t comm, int color, int key, collComm_t* newcomm) {
+  if (collResult_t r = checkComm(comm, "collCommSplit"); r != collSuccess) return r;
+  if (!newcomm) return invalid("collCommSplit: null newcomm pointer");
+  return guarded([&] {
+    std::unique_ptr<coll::Communicator> split = comm->comm->split(color, key);
+    if (!split) {
+      *newcomm = nullptr;
+      return collSuccess;
+    }
+    return adopt(std::move(split), newcomm);
+  });
+}
+
 collResult_t collCommGetAsyncError(collComm_t comm, collResult_t* asyncError) {
   if (collResult_t r = checkComm(comm, "collCommGetAsyncError"); r != collSuccess) return r;
   if (!asyncError) return invalid("collCommGetAsyncError: null result pointer");

@@ -141,6 +141,14 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
+std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+  std::unique_ptr<CommunicatorImpl> impl;
+  Status st = impl_->split(color, key, &impl);
+  if (!st) throw st.toError(format("split (rank %d of %d, color %d, key %d)", rank(), size(), color, key));
+  if (!impl) return nullptr;
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
 std::optional<Error> Communicator::asyncError() const { return impl_->asyncError(); }
 
 std::string Communicator::describe() const { return impl_->describe(); }

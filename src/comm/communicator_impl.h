@@ -37,6 +37,9 @@ class CommunicatorImpl final : private detail::OpDriver {
   // A new communicator of the survivors, without `excluded` (comm/shrink.h). Issuing thread;
   // every survivor calls it with the same ranks. This one is left as it is.
   Status shrink(const std::vector<int>& excluded, std::unique_ptr<CommunicatorImpl>* out);
+  // A communicator of the ranks with this color (comm/split.h); null for kSplitNoColor.
+  // Issuing thread; every rank calls it.
+  Status split(int color, int key, std::unique_ptr<CommunicatorImpl>* out);
   ~CommunicatorImpl();
 
   int rank() const { return rank_; }
@@ -108,6 +111,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   Config config_;
   CommOptions options_;  // as given, secret and timeout resolved: the base of a shrink
   uint64_t shrinks_ = 0;  // issuing thread only
+  uint64_t splits_ = 0;   // issuing thread only
   const ForkStamp created_ = ForkStamp::now();
   int rank_, size_, local_rank_;
   std::string key_prefix_;

@@ -175,6 +175,49 @@ TEST_P(CApiRanks, EveryOtherCollectiveBlocking) {
       RANK_CHECK(big_in[i] == v((rank + n - 1) % n, i), "grouped recv element %zu is %d", i, big_in[i]);
     RANK_CHECK(collGroupEnd() == collInvalidArgument, "collGroupEnd without collGroupStart must be refused");
 
+    // Tagged, nonblocking, receive first, from any source: rank 0 hears from everyone.
+    std::vector<collRequest_t> requests;
+    std::vector<int32_t> heard(n, -1);
+    int32_t me = rank * 10;
+    if (rank == 0)
+      for (int k = 1; k < n; ++k) {
+        collRequest_t q;
+        C_CHECK(collIrecv(&heard[k], 1, collInt32, COLL_ANY_SOURCE, 4, comm, &q));
+        requests.push_back(q);
+      }
+    else {
+      collRequest_t q;
+      C_CHECK(collIsend(&me, 1, collInt32, 0, 4, comm, &q));
+      requests.push_back(q);
+    }
+    for (size_t k = 0; k < requests.size(); ++k) {
+      C_CHECK(collRequestWait(requests[k], -1));
+      int source = -1;
+      C_CHECK(collRequestSource(requests[k], &source));
+      if (rank == 0) RANK_CHECK(heard[k + 1] == source * 10, "any-source message %zu: %d from rank %d", k, heard[k + 1], source);
+      C_CHECK(collRequestFree(requests[k]));
+    }
+
+    // Split into even and odd ranks (rank 1 takes no part when n == 2): the halves all-reduce alone.
+    collComm_t half = nullptr;
+    const int color = (n == 2 && rank == 1) ? COLL_SPLIT_NOCOLOR : rank % 2;
+    C_CHECK(collCommSplit(comm, color, -rank, &half));
+    if (color == COLL_SPLIT_NOCOLOR) {
+      RANK_CHECK(half == nullptr, "no color, yet a communicator");
+    } else {
+      int hrank = -1, hsize = -1;
+      C_CHECK(collCommUserRank(half, &hrank));
+      C_CHECK(collCommCount(half, &hsize));
+      const int members = n == 2 ? 1 : n / 2;
+      RANK_CHECK(hsize == members && hrank == members - 1 - rank / 2, "split: rank %d of %d", hrank, hsize);
+      int64_t x = rank, s = 0, want = 0;
+      for (int r = color; r < n; r += 2) want += r;
+      C_CHECK(collAllReduce(&x, &s, 1, collInt64, collSum, half, nullptr));
+      RANK_CHECK(s == want, "split all-reduce gave %lld, expected %lld", static_cast<long long>(s),
+                 static_cast<long long>(want));
+      C_CHECK(collCommDestroy(half));
+    }
+
     int stream = 0;
     RANK_CHECK(collBarrier(comm, &stream) == collUnsupported, "a stream must be refused");
     RANK_CHECK(collAlltoAll(a2a.data(), a2a.data(), per, collInt32, comm, nullptr) == collInvalidArgument,

@@ -177,6 +177,31 @@ def collectives(comm):
             w = comm.recv(out, (r - 1) % n)
             comm.group_end()
             check(w.get(), everyone[(r - 1) % n], f"send/recv group_start/end {case}")
+    # Receive first without a group, tags, any source (peer None).
+    if n > 1:
+        right, left = (r + 1) % n, (r - 1) % n
+        a, b = np.zeros(5, np.int32), np.zeros(5, np.int32)
+        wb, wa = comm.recv(b, left, tag=2), comm.recv(a, left, tag=1)
+        comm.send(np.full(5, r, np.int32), right, tag=1).wait()
+        comm.send(np.full(5, 100 + r, np.int32), right, tag=2).wait()
+        wa.wait(), wb.wait()
+        check(a, np.full(5, left, np.int32), "recv tag 1 before send")
+        check(b, np.full(5, 100 + left, np.int32), "recv tag 2 before send")
+        if r == 0:
+            for _ in range(n - 1):
+                got = np.zeros(1, np.int64)
+                w = comm.recv(got, tag=9)
+                w.wait()
+                assert got[0] == w.source * 7, (got, w.source)
+        else:
+            comm.send(np.array([r * 7], np.int64), 0, tag=9).wait()
+    # split: even and odd ranks; key reverses the order.
+    half = comm.split(r % 2, key=-r)
+    members = list(range(r % 2, n, 2))
+    assert half.size == len(members) and half.rank == len(members) - 1 - members.index(r), (half.rank, half.size)
+    check(half.allreduce(np.array([r], np.int64)).get(), np.array([sum(members)], np.int64), "split all-reduce")
+    half.close()
+    assert comm.split(coll.SPLIT_NOCOLOR) is None
     comm.barrier().wait()
 
 
