@@ -15,6 +15,7 @@
 
 #include "coll/communicator.h"
 #include "coll_train_options.h"
+#include "coll_train_common.h"
 #include "trainer/comm_hook.h"
 #include "trainer/device_timed_dense.h"
 #include "trainer/digits.h"
@@ -29,64 +30,6 @@
 using namespace coll::trainer;
 
 namespace {
-
-struct Task {
-  Dataset train, test;
-  size_t train_total = 0;
-};
-
-std::string digitsPath(const TrainOptions& o) {
-  if (!o.data.empty()) return o.data;
-  if (const char* env = std::getenv("COLL_DIGITS_CSV"); env && *env) return env;
-  struct stat st {};
-  if (::stat(COLL_DIGITS_CSV_DEFAULT, &st) == 0) return COLL_DIGITS_CSV_DEFAULT;
-  throw std::runtime_error(std::string("no digits CSV at ") + COLL_DIGITS_CSV_DEFAULT +
-                           ": the build writes it when scikit-learn is installed (apt-get install python3-sklearn, then "
-                           "rebuild), or pass --data");
-}
-
-TeacherSpec teacherSpec(const TrainOptions& o) {
-  TeacherSpec s;
-  s.inputs = o.width;
-  s.train_examples = o.examples;
-  s.test_examples = std::max<size_t>(o.examples / 4, 1);
-  return s;
-}
-
-Task loadTask(const TrainOptions& o, int rank, int world) {
-  Task t;
-  if (o.task == "digits") {
-    const std::string path = digitsPath(o);
-    t.train = loadDigitsShard(path, Split::train, rank, world);
-    t.test = loadDigitsShard(path, Split::test, rank, world);
-    t.train_total = kDigitsTrain;
-  } else {
-    const TeacherSpec spec = teacherSpec(o);
-    t.train = makeTeacherShard(spec, Split::train, rank, world);
-    t.test = makeTeacherShard(spec, Split::test, rank, world);
-    t.train_total = spec.train_examples;
-  }
-  return t;
-}
-
-void buildModel(const TrainOptions& o, coll::Communicator& comm, Model& model) {
-  if (o.task == "digits") return buildMlp(model, {64, o.hidden, 10, o.batch_norm}, &comm, o.seed);
-  const size_t classes = TeacherSpec{}.classes;
-  if (o.device_gflops <= 0) {
-    std::vector<size_t> hidden(o.layers - 1, o.width);
-    return buildMlp(model, {o.width, hidden, classes, o.batch_norm}, &comm, o.seed);
-  }
-  for (size_t l = 0; l < o.layers; ++l) {
-    model.add(std::make_unique<DeviceTimedDense>(o.width, l + 1 < o.layers ? o.width : classes, o.device_gflops));
-    if (l + 1 < o.layers) model.add(std::make_unique<Relu>());
-  }
-  model.build(o.seed);
-}
-
-std::unique_ptr<UpdateStrategy> makeUpdate(const TrainOptions& o) {
-  if (o.zero) return std::make_unique<ShardedUpdate>(makeOptimizer(o.optimizer, o.lr));
-  return std::make_unique<ReplicatedUpdate>(makeOptimizer(o.optimizer, o.lr), makeCommHook(o.compress, Reduction::average));
-}
 
 TrainerOptions trainerOptions(const TrainOptions& o) {
   TrainerOptions t;
@@ -104,23 +47,6 @@ void checkIdentical(coll::Communicator& comm, Model& model, int64_t step) {
     if (all[r] != all[0])
       throw std::runtime_error("step " + std::to_string(step) + ": rank " + std::to_string(r) +
                                "'s parameters differ from rank 0's");
-}
-
-// Every rank's string, on every rank (two all-gathers: lengths, then the padded bytes).
-std::vector<std::string> allgatherStrings(coll::Communicator& comm, const std::string& mine) {
-  const size_t n = static_cast<size_t>(comm.size());
-  std::vector<uint64_t> lengths(n);
-  uint64_t length = mine.size();
-  comm.allgather(&length, lengths.data(), 1, coll::DataType::u64).wait();
-  size_t longest = 0;
-  for (uint64_t l : lengths) longest = std::max<size_t>(longest, l);
-  std::string padded = mine;
-  padded.resize(longest);
-  std::string all(longest * n, '\0');
-  if (longest > 0) comm.allgather(padded.data(), all.data(), longest, coll::DataType::u8).wait();
-  std::vector<std::string> out(n);
-  for (size_t r = 0; r < n; ++r) out[r] = all.substr(r * longest, lengths[r]);
-  return out;
 }
 
 struct Summary {
@@ -161,8 +87,10 @@ int run(const TrainOptions& o) {
     throw std::runtime_error("--batch " + std::to_string(o.batch) + " is not a multiple of " + std::to_string(world) +
                              " ranks");
   const Task task = loadTask(o, rank, world);
+  if (o.stages > 1) return runPipeline(o, *comm);
   Model model;
-  buildModel(o, *comm, model);
+  for (auto& layer : modelLayers(o, comm.get())) model.add(std::move(layer));
+  model.build(o.seed);
   Trainer trainer(*comm, model, makeUpdate(o), trainerOptions(o));
   const size_t local_batch = o.batch / static_cast<size_t>(world);
   const size_t steps_per_epoch = o.steps > 0 ? o.steps : std::max<size_t>(task.train_total / o.batch, 1);

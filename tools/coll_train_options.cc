@@ -36,6 +36,12 @@ all-reduced in buckets that overlap the backward pass.
                           (tools/trainer_timeline.py renders it as a PNG)
   --json                  end with one JSON line: median step time, hidden fraction, final loss, accuracy
   --check-hash            compare every rank's parameter hash after every step
+
+Pipeline parallelism (GPipe, PipeDream-Flush), with data parallelism across each stage's replicas:
+  --stages P              cut the model into P stages of balanced compute (rank = replica * P + stage)
+  --micro-batches M       per replica batch (--batch / D rows) cut into M micro-batches (default 1)
+  --schedule gpipe|1f1b   all forwards then all backwards, or one forward one backward (default 1f1b)
+  --replicas D            P x D must be the world size (default: world size / P)
 )";
 
 [[noreturn]] void fail(const std::string& message) {
@@ -76,6 +82,10 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
       {"--bucket-mb", [&](const std::string& v) { o.bucket_mb = std::stod(v); }},
       {"--device-gflops", [&](const std::string& v) { o.device_gflops = std::stod(v); }},
       {"--trace", [&](const std::string& v) { o.trace = v; }},
+      {"--stages", [&](const std::string& v) { o.stages = std::stoi(v); }},
+      {"--micro-batches", [&](const std::string& v) { o.micro_batches = std::stoi(v); }},
+      {"--schedule", [&](const std::string& v) { o.schedule = v; }},
+      {"--replicas", [&](const std::string& v) { o.replicas = std::stoi(v); }},
   };
   const std::map<std::string, bool*> flags = {
       {"--zero", &o.zero},         {"--batchnorm", &o.batch_norm},     {"--no-overlap", &o.no_overlap},
@@ -102,6 +112,11 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
   if (o.task != "digits" && o.task != "teacher") fail("--task must be digits or teacher");
   if (o.batch == 0 || o.layers == 0 || o.width == 0) fail("--batch, --layers and --width must be positive");
   if (o.device_gflops > 0 && o.task != "teacher") fail("--device-gflops applies to --task teacher");
+  if (o.stages < 1 || o.micro_batches < 1 || o.replicas < 0)
+    fail("--stages and --micro-batches must be positive, --replicas not negative");
+  if (o.schedule != "gpipe" && o.schedule != "1f1b") fail("--schedule must be gpipe or 1f1b");
+  if (o.stages > 1 && (o.zero || o.no_overlap || o.auto_buckets))
+    fail("--zero, --no-overlap and --auto-buckets are data-parallel options; not with --stages");
   if (o.epochs == 0) o.epochs = o.task == "digits" ? 20 : 3;
   // The teacher's students are deeper and wider: Adam at 3e-3 diverged on 12 layers of 768
   // (loss 3.98 after 20 steps, against 1.80 at 3e-4).

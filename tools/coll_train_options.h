@@ -22,6 +22,9 @@ struct TrainOptions {
   double bucket_mb = 0;       // 0: COLL_BUCKET_MB (default 25) with a 1 MiB first bucket
   double device_gflops = 0;   // >0: dense layers sleep as an accelerator of this speed would
   unsigned seed = 1;
+  // Pipeline parallelism (src/trainer/pipeline_trainer.h): P stages x D replicas = the ranks.
+  int stages = 1, micro_batches = 1, replicas = 0;  // replicas 0: the world size / stages
+  std::string schedule = "1f1b";                    // or "gpipe"
 };
 
 // Exits with status 2 and a message naming the option on bad input; --help prints the usage.

@@ -11,15 +11,21 @@
 
 namespace coll::trainer {
 
-void buildMlp(Model& model, const MlpSpec& spec, Communicator* comm, unsigned seed) {
+std::vector<std::unique_ptr<Layer>> mlpLayers(const MlpSpec& spec, Communicator* comm) {
+  std::vector<std::unique_ptr<Layer>> layers;
   size_t in = spec.inputs;
   for (size_t width : spec.hidden) {
-    model.add(std::make_unique<Dense>(in, width));
-    if (spec.batch_norm) model.add(std::make_unique<CrossReplicaBatchNorm>(width, comm));
-    model.add(std::make_unique<Relu>());
+    layers.push_back(std::make_unique<Dense>(in, width));
+    if (spec.batch_norm) layers.push_back(std::make_unique<CrossReplicaBatchNorm>(width, comm));
+    layers.push_back(std::make_unique<Relu>());
     in = width;
   }
-  model.add(std::make_unique<Dense>(in, spec.classes));
+  layers.push_back(std::make_unique<Dense>(in, spec.classes));
+  return layers;
+}
+
+void buildMlp(Model& model, const MlpSpec& spec, Communicator* comm, unsigned seed) {
+  for (auto& layer : mlpLayers(spec, comm)) model.add(std::move(layer));
   model.build(seed);
 }
 

@@ -23,6 +23,8 @@ struct MlpSpec {
 // dense -> [batch norm] -> relu per hidden layer, then dense to the classes; built and seeded.
 // comm is used by batch norm only (nullptr: per-replica statistics).
 void buildMlp(Model& model, const MlpSpec& spec, Communicator* comm, unsigned seed);
+// The same layers, unbuilt (a pipeline keeps a stage's share of them).
+std::vector<std::unique_ptr<Layer>> mlpLayers(const MlpSpec& spec, Communicator* comm);
 
 // "sgd" (momentum 0.9) or "adam"; throws std::invalid_argument otherwise.
 std::unique_ptr<Optimizer> makeOptimizer(const std::string& name, float lr);

@@ -10,11 +10,11 @@ void Model::add(std::unique_ptr<Layer> layer) {
   layers_.push_back(std::move(layer));
 }
 
-void Model::build(unsigned seed) {
+void Model::build(unsigned seed, size_t first_layer) {
   size_t total = 0;
   for (size_t l = layers_.size(); l-- > 0;) {
     for (const ParamSpec& p : layers_[l]->parameters()) {
-      std::string name = "layer" + std::to_string(l) + "." + layers_[l]->name() + "." + p.name;
+      std::string name = "layer" + std::to_string(l + first_layer) + "." + layers_[l]->name() + "." + p.name;
       slots_.push_back({name, l, total, p.count});
       total += p.count;
     }
@@ -29,7 +29,7 @@ void Model::build(unsigned seed) {
                        std::span<float>(grads_).subspan(s.offset, s.count)});
     }
     layers_[l]->bind(std::move(views));
-    layers_[l]->initialize(seed + static_cast<unsigned>(l) * 7919u);
+    layers_[l]->initialize(seed + static_cast<unsigned>(l + first_layer) * 7919u);
   }
   activations_.resize(layers_.size() + 1);
 }

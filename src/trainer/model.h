@@ -30,14 +30,18 @@ class Model {
 
   void add(std::unique_ptr<Layer> layer);
   // Lays out the flat buffers, binds every layer and initialises it from `seed`. Call once,
-  // after the last add().
-  void build(unsigned seed);
+  // after the last add(). first_layer: the index of this model's first layer in a larger
+  // model it is a part of (a pipeline stage): names and initial values are those the layers
+  // have in the whole model.
+  void build(unsigned seed, size_t first_layer = 0);
 
   void forward(const Matrix& input, Matrix* output);
   // Runs backward from dL/doutput down to the first layer, calling done(layer) after every
   // layer (the bucketer counts the ones with parameters; the timeline times them all).
   void backward(const Matrix& grad_output, const LayerDoneFn& done);
   void setTraining(bool training);
+  // dL/dinput of the last backward (what a pipeline stage sends to the stage before it).
+  const Matrix& inputGradient() const { return grad_a_; }
 
   std::span<float> values() { return values_; }
   std::span<float> grads() { return grads_; }

@@ -54,6 +54,17 @@ PY
     run -n 3 "$train" --epochs 2 --batch 48 --zero --check-hash --json
     run -n 2 "$train" --epochs 1 --compress bf16 --batchnorm --check-hash --json
     ;;
+  pipeline)
+    # 2 stages x 2 replicas on digits: the loss falls; 4 stages of the teacher with GPipe runs.
+    run -n 4 "$train" --stages 2 --micro-batches 4 --schedule 1f1b --epochs 4 >"$work/out"
+    cat "$work/out"
+    first=$(grep -m1 "^epoch" "$work/out" | awk '{print $4}') last=$(grep "^epoch" "$work/out" | tail -1 | awk '{print $4}')
+    /usr/bin/python3 -c "import sys; sys.exit(0 if float('$last') < 0.8 * float('$first') else 1)" || fail "loss $first -> $last"
+    run -n 4 "$train" --task teacher --width 32 --layers 5 --examples 512 --stages 4 --micro-batches 8 --schedule gpipe \
+      --epochs 1 | grep -q "peak micro-batches alive on stage 0: 8" || fail "gpipe on 4 stages"
+    if run -n 4 "$train" --stages 3 2>"$work/err" >/dev/null; then fail "3 stages on 4 ranks accepted"; fi
+    grep -q -- "--stages 3 does not divide 4 ranks" "$work/err" || fail "unclear message: $(cat "$work/err")"
+    ;;
   bad_input)
     if "$train" --frobnicate 2>"$work/err"; then fail "unknown option accepted"; fi
     grep -q "unknown option --frobnicate" "$work/err" || fail "unclear message: $(cat "$work/err")"

@@ -1,0 +1,202 @@
+#include "trainer/pipeline_trainer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "trainer/softmax_cross_entropy.h"
+
+namespace coll::trainer {
+namespace {
+
+constexpr int kWidthTag = 1 << 30;  // the activation widths, passed down the pipeline once
+
+int activationTag(int micro) { return 2 * micro; }
+int gradientTag(int micro) { return 2 * micro + 1; }
+
+std::vector<double> layerCosts(const std::vector<std::unique_ptr<Layer>>& layers) {
+  std::vector<double> costs;
+  for (const auto& layer : layers) {
+    double params = 0;
+    for (const ParamSpec& p : layer->parameters()) params += static_cast<double>(p.count);
+    costs.push_back(params + 1.0);
+  }
+  return costs;
+}
+
+void refuse(const std::string& why) { throw std::invalid_argument("pipeline: " + why); }
+
+}  // namespace
+
+PipelineTrainer::PipelineTrainer(Communicator& world, std::vector<std::unique_ptr<Layer>> layers,
+                                 std::unique_ptr<UpdateStrategy> update, PipelineOptions options)
+    : world_(world), options_(options), update_(std::move(update)), timeline_(options.timeline) {
+  const int p = options_.stages, n = world_.size();
+  if (p < 1 || n % p != 0)
+    refuse("the world size " + std::to_string(n) + " is not stages (" + std::to_string(p) + ") x replicas");
+  if (options_.micro_batches < 1) refuse("at least one micro-batch per step");
+  if (options_.input_width == 0) refuse("input_width (features per example) is not set");
+  for (const auto& layer : layers)
+    if (layer->name().rfind("batchnorm", 0) == 0)
+      refuse("layer '" + layer->name() + "': batch norm across micro-batches is not implemented in a pipeline");
+  replicas_ = n / p;
+  stage_ = world_.rank() % p;
+  replica_ = world_.rank() / p;
+  range_ = assignStages(layerCosts(layers), p)[static_cast<size_t>(stage_)];
+  for (size_t l = range_.first; l < range_.second; ++l) model_.add(std::move(layers[l]));
+  model_.build(options_.seed, range_.first);
+  layer_slots_.resize(model_.numLayers());
+  for (size_t s = 0; s < model_.slots().size(); ++s) layer_slots_[model_.slots()[s].layer].push_back(s);
+  stage_comm_ = world_.split(stage_, replica_);  // this stage's replicas
+  std::span<float> v = model_.values();
+  stage_comm_->broadcast(v.data(), v.data(), v.size(), DataType::f32, 0).wait();  // as DDP does
+  bucketer_ = std::make_unique<Bucketer>(model_, planBuckets(model_.slots(), options_.buckets), timeline_);
+  update_->setup(*stage_comm_, model_, bucketer_->buckets());
+  accumulated_.assign(model_.parameterCount(), 0.0f);
+  inputs_.resize(options_.micro_batches);
+  sent_activations_.resize(options_.micro_batches);
+  sent_gradients_.resize(options_.micro_batches);
+  exchangeWidths();
+}
+
+PipelineTrainer::~PipelineTrainer() {
+  for (Work& w : sends_) {
+    try {
+      w.wait();
+    } catch (const Error&) {  // the step that sent it already failed; nothing to add here
+    }
+  }
+}
+
+// Stage s learns its input width from stage s - 1 and finds its output width with one
+// single-row forward pass, which it passes on.
+void PipelineTrainer::exchangeWidths() {
+  int64_t width = static_cast<int64_t>(options_.input_width);
+  if (stage_ > 0) world_.recv(&width, 1, DataType::i64, world_.rank() - 1, kWidthTag).wait();
+  in_width_ = static_cast<size_t>(width);
+  Matrix probe(1, in_width_);
+  model_.forward(probe, &out_);
+  out_width_ = out_.cols;
+  width = static_cast<int64_t>(out_width_);
+  if (stage_ + 1 < options_.stages) world_.send(&width, 1, DataType::i64, world_.rank() + 1, kWidthTag).wait();
+}
+
+std::span<const int> PipelineTrainer::labelsOf(const Batch& batch, int m) const {
+  return std::span<const int>(batch.labels).subspan(static_cast<size_t>(m) * micro_rows_, micro_rows_);
+}
+
+StepResult PipelineTrainer::trainStep(const Batch& batch) {
+  const size_t rows = batch.labels.size();
+  const size_t m_count = static_cast<size_t>(options_.micro_batches);
+  if (rows == 0 || rows % m_count != 0)
+    refuse("a batch of " + std::to_string(rows) + " rows cannot be cut into " + std::to_string(m_count) +
+           " equal micro-batches");
+  if (stage_ == 0 && batch.features.cols != in_width_)
+    refuse("the batch has " + std::to_string(batch.features.cols) + " features per example, the model takes " +
+           std::to_string(in_width_));
+  micro_rows_ = rows / m_count;
+  StepResult result;
+  update_->beginStep();
+  bucketer_->beginStep(step_, [this](const Bucket& b) { return update_->launch(b); });
+  std::fill(accumulated_.begin(), accumulated_.end(), 0.0f);
+  alive_ = peak_alive_ = 0;
+  alive_bytes_ = peak_bytes_ = 0;
+  const std::vector<PipelineAction> order = pipelineOrder(options_.schedule, stage_, options_.stages,
+                                                          options_.micro_batches);
+  size_t last_backward = 0;
+  for (size_t k = 0; k < order.size(); ++k)
+    if (!order[k].forward) last_backward = k;
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (order[k].forward) forward(order[k].micro, batch, &result);
+    else backward(order[k].micro, batch, k == last_backward);
+  }
+  applyBuckets();
+  for (Work& w : sends_) w.wait();
+  sends_.clear();
+  if (stage_ + 1 == options_.stages) result.loss /= static_cast<float>(m_count);
+  ++step_;
+  return result;
+}
+
+// Waits are timeline events of their own (lane comm), so the compute events show the stage's
+// busy time and the gaps between them its bubble.
+void PipelineTrainer::forward(int m, const Batch& batch, StepResult* result) {
+  Matrix& in = inputs_[m];
+  in.resize(micro_rows_, in_width_);
+  if (stage_ == 0) {
+    std::memcpy(in.data.data(), batch.features.row(static_cast<size_t>(m) * micro_rows_), in.data.size() * sizeof(float));
+  } else {
+    ScopedEvent wait(timeline_, "wait activation " + std::to_string(m), step_, Lane::comm);
+    world_.recv(in.data.data(), in.data.size(), DataType::f32, world_.rank() - 1, activationTag(m)).wait();
+  }
+  ScopedEvent e(timeline_, "forward " + std::to_string(m), step_);
+  model_.forward(in, &out_);
+  last_forward_ = m;
+  alive_bytes_ += in.data.size() * sizeof(float);
+  peak_bytes_ = std::max(peak_bytes_, alive_bytes_);
+  peak_alive_ = std::max(peak_alive_, ++alive_);
+  if (stage_ + 1 == options_.stages) {
+    LossResult loss = softmaxCrossEntropy(out_, labelsOf(batch, m), &grad_);
+    result->loss += loss.loss;
+    result->correct += loss.correct;
+    result->rows += micro_rows_;
+    return;
+  }
+  Matrix& sent = sent_activations_[m] = out_;
+  sends_.push_back(world_.send(sent.data.data(), sent.data.size(), DataType::f32, world_.rank() + 1, activationTag(m)));
+}
+
+void PipelineTrainer::backward(int m, const Batch& batch, bool last_of_step) {
+  if (stage_ + 1 < options_.stages) {
+    ScopedEvent wait(timeline_, "wait gradient " + std::to_string(m), step_, Lane::comm);
+    grad_.resize(micro_rows_, out_width_);
+    world_.recv(grad_.data.data(), grad_.data.size(), DataType::f32, world_.rank() + 1, gradientTag(m)).wait();
+  }
+  ScopedEvent e(timeline_, "backward " + std::to_string(m), step_);
+  if (last_forward_ != m) model_.forward(inputs_[m], &out_);  // re-materialise micro-batch m's state
+  if (stage_ + 1 == options_.stages) {
+    softmaxCrossEntropy(out_, labelsOf(batch, m), &grad_);
+    const float scale = 1.0f / static_cast<float>(options_.micro_batches);  // the mean over the replica's batch
+    for (float& g : grad_.data) g *= scale;
+  }
+  if (last_of_step) {
+    model_.backward(grad_, [this](size_t layer) {
+      addToAccumulated(layer);
+      bucketer_->layerDone(layer);
+    });
+  } else {
+    model_.backward(grad_, nullptr);
+    std::span<const float> g = model_.grads();
+    for (size_t i = 0; i < g.size(); ++i) accumulated_[i] += g[i];
+  }
+  last_forward_ = -1;
+  alive_bytes_ -= inputs_[m].data.size() * sizeof(float);
+  --alive_;
+  if (stage_ == 0) return;
+  Matrix& sent = sent_gradients_[m] = model_.inputGradient();
+  sends_.push_back(world_.send(sent.data.data(), sent.data.size(), DataType::f32, world_.rank() - 1, gradientTag(m)));
+}
+
+// The step's last backward wrote this layer's gradients of one micro-batch: add the others'.
+void PipelineTrainer::addToAccumulated(size_t layer) {
+  std::span<float> g = model_.grads();
+  for (size_t s : layer_slots_[layer]) {
+    const ParamSlot& slot = model_.slots()[s];
+    for (size_t i = slot.offset; i < slot.offset + slot.count; ++i) g[i] += accumulated_[i];
+  }
+}
+
+void PipelineTrainer::applyBuckets() {
+  for (const Bucket& b : bucketer_->buckets()) {
+    {
+      ScopedEvent e(timeline_, "wait bucket " + std::to_string(b.index), step_);
+      bucketer_->wait(b.index);
+    }
+    ScopedEvent e(timeline_, "update bucket " + std::to_string(b.index), step_);
+    update_->apply(b);
+  }
+  update_->endStep();
+}
+
+}  // namespace coll::trainer
