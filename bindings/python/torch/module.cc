@@ -17,11 +17,11 @@ PYBIND11_MODULE(_torch, m) {
   m.doc() = "torch.distributed backend 'coll' (use `import coll.torch`)";
   m.def(
       "create_process_group",
-      [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-         std::chrono::milliseconds timeout) -> c10::intrusive_ptr<c10d::ProcessGroup> {
-        return c10::make_intrusive<ProcessGroupColl>(store, rank, size, timeout);
+      [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout,
+         const std::string& profiling_name) -> c10::intrusive_ptr<c10d::ProcessGroup> {
+        return c10::make_intrusive<ProcessGroupColl>(store, rank, size, timeout, profiling_name);
       },
-      py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+      py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"), py::arg("profiling_name") = "coll",
       py::call_guard<py::gil_scoped_release>(),
       "The creator torch.distributed calls for backend 'coll': (prefix_store, rank, size, timeout).");
 }

@@ -34,8 +34,11 @@ std::string agreeOnSecret(KeyValueStore& store, int rank, std::chrono::milliseco
 }  // namespace
 
 ProcessGroupColl::ProcessGroupColl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                   std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size) {
+                                   std::chrono::milliseconds timeout, std::string profiling_name)
+    : c10d::ProcessGroup(rank, size),
+      timeout_(timeout),
+      profiling_name_(std::move(profiling_name)),
+      monitored_bytes_(static_cast<size_t>(size) + 1, 1) {
   auto kv = wrapTorchStore(store);
   CommOptions options;
   options.rank = rank;
@@ -64,17 +67,20 @@ ProcessGroupColl::~ProcessGroupColl() {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::submit(c10d::OpType type, std::vector<at::Tensor> outputs,
                                                         std::vector<at::Tensor> keep, std::function<void()> finish_ok,
-                                                        const Issue& issue, bool point_to_point) {
+                                                        const Issue& issue, bool point_to_point,
+                                                        std::vector<at::Tensor> inputs) {
   std::vector<coll::Work> ops;
   {
     std::lock_guard<std::mutex> lock(issue_mu_);
     try {
       ops = issue(*comm_);
+      if (!point_to_point) ++sequence_;
     } catch (const coll::Error& e) {
       TORCH_CHECK(false, "coll ", toString(e.code()), ": ", e.what());
     }
   }
-  auto work = c10::make_intrusive<CollWork>(rank_, type, std::move(outputs), std::move(keep), std::move(finish_ok));
+  auto work = c10::make_intrusive<CollWork>(rank_, type, std::move(outputs), std::move(keep), std::move(finish_ok),
+                                            profilingTitle(profiling_name_, type), std::move(inputs));
   completer_->add(std::move(ops), work, point_to_point);
   return work;
 }
@@ -107,8 +113,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allreduce(std::vector<at::Tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                      const c10d::AllreduceCoalescedOptions& opts) {
   TORCH_CHECK(!tensors.empty(), "coll allreduce_coalesced: empty tensor list");
-  // One all-reduce over the tensors laid end to end: one op, one latency.
-  at::Tensor flat = flatten(tensors, "allreduce_coalesced");
+  // One all-reduce over the tensors laid end to end: one op, one latency. Shapes may differ
+  // (as gloo allows); the dtype may not.
+  at::Tensor flat = flatten(tensors, "allreduce_coalesced", false);
   DataType type = collTypeOf(flat, "allreduce_coalesced");
   ReduceOp op = collOpOf(opts.reduceOp, flat, "allreduce_coalesced");
   auto parts = tensors;

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <atomic>
 #include <mutex>
 
 #include "coll/communicator.h"
@@ -19,8 +20,10 @@ class ProcessGroupColl : public c10d::ProcessGroup {
  public:
   // Bootstraps coll's connections through `store` (torch's prefix store for this group); every
   // op's deadline is `timeout`.
+  // profiling_name: the backend's name in torch's profiler events ("coll:all_reduce"); the
+  // suite driver's alias mode passes "gloo" (tests/torch_suite/run_suite.py).
   ProcessGroupColl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                   std::chrono::milliseconds timeout);
+                   std::chrono::milliseconds timeout, std::string profiling_name = "coll");
   ~ProcessGroupColl() override;
 
   const std::string getBackendName() const override { return "coll"; }
@@ -40,6 +43,17 @@ class ProcessGroupColl : public c10d::ProcessGroup {
                                            std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                  const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& output_lists,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
+  // As gloo's: rank 0 waits up to the timeout for every rank to check in and names the ones
+  // that did not ("Rank 2 failed to pass monitoredBarrier in 1000 ms"), then releases them.
+  // Under the name "coll" torch 1.13's dist.monitored_barrier refuses every backend but gloo:
+  // call group.monitored_barrier(timeout, wait_all_ranks) on the process group instead.
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
+  // The group's collective count, equal on every rank (torch's desync debugging reads it).
+  void setSequenceNumberForGroup() override { sequence_ = 0; }
+  uint64_t getSequenceNumberForGroup() override { return sequence_; }
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
@@ -63,7 +77,8 @@ class ProcessGroupColl : public c10d::ProcessGroup {
   // refusals (coll::Error) become RuntimeErrors before anything is sent.
   c10::intrusive_ptr<c10d::Work> submit(c10d::OpType type, std::vector<at::Tensor> outputs,
                                         std::vector<at::Tensor> keep, std::function<void()> finish_ok,
-                                        const Issue& issue, bool point_to_point = false);
+                                        const Issue& issue, bool point_to_point = false,
+                                        std::vector<at::Tensor> inputs = {});
   c10::intrusive_ptr<c10d::Work> receive(std::vector<at::Tensor>& tensors, int src, int tag);
   // Per-peer point-to-point exchange as one coll group: chunk p of `send` to rank p, chunk p
   // of `recv` from rank p (uneven all-to-all).
@@ -71,6 +86,13 @@ class ProcessGroupColl : public c10d::ProcessGroup {
                                    const std::vector<at::Tensor>& recv);
 
   std::mutex issue_mu_;
+  int monitored_barriers_ = 0;
+  std::atomic<uint64_t> sequence_{0};
+  std::chrono::milliseconds timeout_;
+  std::string profiling_name_;
+  // monitoredBarrier's one-byte messages: a check-in from a barrier that already failed may
+  // still land here, so the bytes live as long as the group.
+  std::vector<uint8_t> monitored_bytes_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<Completer> completer_;
 };

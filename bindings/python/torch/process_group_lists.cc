@@ -40,10 +40,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allgather(std::vector<std::vect
   const auto& parts = perRank(outputs, size_, "allgather", "the outputs");
   for (const auto& p : parts) checkSameShape(in, p, "allgather", "an output tensor");
   at::Tensor flat = at::empty({in.numel() * size_}, in.options());
-  return submit(c10d::OpType::ALLGATHER, parts, {in, flat}, [flat, parts] { unflatten(flat, parts); },
-                [&](Communicator& c) {
-                  return std::vector<coll::Work>{c.allgather(in.data_ptr(), flat.data_ptr(), in.numel(), type)};
-                });
+  return submit(
+      c10d::OpType::ALLGATHER, parts, {in, flat}, [flat, parts] { unflatten(flat, parts); },
+      [&](Communicator& c) {
+        return std::vector<coll::Work>{c.allgather(in.data_ptr(), flat.data_ptr(), in.numel(), type)};
+      },
+      false, {in});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -54,6 +56,35 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::_allgather_base(at::Tensor& out
   return submit(c10d::OpType::_ALLGATHER_BASE, {output}, {in}, nullptr, [&](Communicator& c) {
     return std::vector<coll::Work>{c.allgather(in.data_ptr(), output.data_ptr(), in.numel(), type)};
   });
+}
+
+// Every rank's list of tensors (any shapes, one dtype) laid end to end, all-gathered as one op;
+// output_lists[r][i] receives rank r's inputs[i].
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allgather_coalesced(std::vector<std::vector<at::Tensor>>& output_lists,
+                                                                     std::vector<at::Tensor>& inputs,
+                                                                     const c10d::AllgatherOptions&) {
+  at::Tensor in = flatten(inputs, "allgather_coalesced", false);
+  DataType type = collTypeOf(in, "allgather_coalesced");
+  TORCH_CHECK(static_cast<int>(output_lists.size()) == size_, "coll allgather_coalesced: ", output_lists.size(),
+              " output lists, expected one per rank (", size_, ")");
+  std::vector<at::Tensor> parts;
+  for (const auto& list : output_lists) {
+    TORCH_CHECK(list.size() == inputs.size(), "coll allgather_coalesced: an output list has ", list.size(),
+                " tensors, expected ", inputs.size(), " (one per input)");
+    for (size_t i = 0; i < list.size(); ++i) {
+      checkSameShape(inputs[i], list[i], "allgather_coalesced", "an output tensor");
+      parts.push_back(list[i]);
+    }
+  }
+  at::Tensor flat = at::empty({in.numel() * size_}, in.options());
+  std::vector<at::Tensor> outputs;
+  for (const auto& list : output_lists) outputs.insert(outputs.end(), list.begin(), list.end());
+  return submit(
+      c10d::OpType::ALLGATHER_COALESCED, outputs, {in, flat}, [flat, parts] { unflatten(flat, parts); },
+      [&](Communicator& c) {
+        return std::vector<coll::Work>{c.allgather(in.data_ptr(), flat.data_ptr(), in.numel(), type)};
+      },
+      false, inputs);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::gather(std::vector<std::vector<at::Tensor>>& outputs,

@@ -63,11 +63,13 @@ Dense dense(const at::Tensor& t) {
   return {staged, [t, staged]() mutable { t.copy_(staged); }};
 }
 
-at::Tensor flatten(const std::vector<at::Tensor>& tensors, const char* op) {
+at::Tensor flatten(const std::vector<at::Tensor>& tensors, const char* op, bool same_numel) {
   TORCH_CHECK(!tensors.empty(), "coll ", op, ": empty tensor list");
   for (const auto& t : tensors) {
     collTypeOf(t, op);
-    checkSameShape(tensors[0], t, op, "a tensor of the list");
+    if (same_numel) checkSameShape(tensors[0], t, op, "a tensor of the list");
+    TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(), "coll ", op, ": a tensor of the list has dtype ",
+                t.scalar_type(), ", expected ", tensors[0].scalar_type(), " (cast them to one dtype)");
   }
   std::vector<at::Tensor> flat;
   flat.reserve(tensors.size());

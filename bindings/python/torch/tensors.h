@@ -33,8 +33,9 @@ struct Dense {
 };
 Dense dense(const at::Tensor& t);
 
-// The tensors of one process laid end to end (all must have t0's dtype and numel).
-at::Tensor flatten(const std::vector<at::Tensor>& tensors, const char* op);
+// The tensors of one process laid end to end (all must have t0's dtype, and with same_numel
+// its element count too).
+at::Tensor flatten(const std::vector<at::Tensor>& tensors, const char* op, bool same_numel = true);
 // Copies chunk i of `flat` into parts[i].
 void unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& parts);
 

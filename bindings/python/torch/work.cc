@@ -3,15 +3,53 @@
 #include <ATen/core/jit_type.h>
 
 #include <atomic>
+#include <set>
 #include <stdexcept>
 
 #include "coll/error.h"
 
 namespace coll::torch_backend {
 
+namespace {
+
+// The event names gloo gives its ops, which torch's tests look for.
+const char* opName(c10d::OpType type) {
+  switch (type) {
+    case c10d::OpType::BROADCAST: return "broadcast";
+    case c10d::OpType::ALLREDUCE: return "all_reduce";
+    case c10d::OpType::ALLREDUCE_COALESCED: return "all_reduce";  // as gloo names them
+    case c10d::OpType::REDUCE: return "reduce";
+    case c10d::OpType::ALLGATHER: return "all_gather";
+    case c10d::OpType::_ALLGATHER_BASE: return "_all_gather_base";
+    case c10d::OpType::ALLGATHER_COALESCED: return "all_gather";
+    case c10d::OpType::GATHER: return "gather";
+    case c10d::OpType::SCATTER: return "scatter";
+    case c10d::OpType::REDUCE_SCATTER: return "reduce_scatter";
+    case c10d::OpType::_REDUCE_SCATTER_BASE: return "_reduce_scatter_base";
+    case c10d::OpType::ALLTOALL_BASE:
+    case c10d::OpType::ALLTOALL: return "all_to_all";
+    case c10d::OpType::SEND: return "send";
+    case c10d::OpType::RECV: return "recv";
+    case c10d::OpType::RECVANYSOURCE: return "recvAnySource";
+    case c10d::OpType::BARRIER: return "barrier";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+const char* profilingTitle(const std::string& backend, c10d::OpType type) {
+  static std::mutex mu;
+  static std::set<std::string> titles;  // never shrinks: a handful of strings
+  std::lock_guard<std::mutex> lock(mu);
+  return titles.insert(backend + ":" + opName(type)).first->c_str();
+}
+
 CollWork::CollWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
-                   std::function<void()> finish_ok)
-    : c10d::Work(rank, type),
+                   std::function<void()> finish_ok, const char* profiling_title, std::vector<at::Tensor> inputs)
+    : c10d::Work(rank, type, profiling_title,
+                 profiling_title ? c10::optional<std::vector<at::Tensor>>(inputs.empty() ? outputs : inputs)
+                                 : c10::nullopt),
       outputs_(std::move(outputs)),
       keep_(std::move(keep)),
       finish_ok_(std::move(finish_ok)),
@@ -79,8 +117,10 @@ void Completer::finish(Entry& entry) {
   try {
     for (const auto& op : entry.ops) op.wait();  // each bounded by its op's deadline
   } catch (const coll::Error& e) {
-    // RuntimeError in Python; the code leads so scripts can tell a timeout from a lost peer.
-    error = std::make_exception_ptr(std::runtime_error(std::string("coll ") + toString(e.code()) + ": " + e.what()));
+    // RuntimeError in Python; the code leads so scripts can tell a timeout from a lost peer,
+    // and a timeout says "Timed out", the words torch's own code and tests match on.
+    const std::string timed_out = e.code() == ErrorCode::Timeout ? "Timed out (" + std::string(e.what()) + ")" : e.what();
+    error = std::make_exception_ptr(std::runtime_error(std::string("coll ") + toString(e.code()) + ": " + timed_out));
   } catch (...) {
     error = std::current_exception();
   }

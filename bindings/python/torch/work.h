@@ -29,8 +29,11 @@ class CollWork : public c10d::Work {
  public:
   // `outputs` is what result() and the Future return; `keep` holds every tensor the op reads
   // or writes until it completes; `finish_ok` runs after success (copy-back), may be empty.
+  // profiling_title: "<backend>:<op>" ("coll:all_reduce"), the name of the op's event in
+  // torch's profiler, as gloo's are named; it must outlive the Work (profilingTitle() gives one).
+  // inputs: the op's input tensors, whose shapes the profiler records (empty: the outputs').
   CollWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
-           std::function<void()> finish_ok);
+           std::function<void()> finish_ok, const char* profiling_title = nullptr, std::vector<at::Tensor> inputs = {});
 
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
@@ -48,6 +51,9 @@ class CollWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   int source_ = -1;
 };
+
+// "<backend>:<op>" for an op type, interned (the profiler keeps the pointer, not a copy).
+const char* profilingTitle(const std::string& backend, c10d::OpType type);
 
 class Completer {
  public:
