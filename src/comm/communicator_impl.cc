@@ -7,7 +7,6 @@
 #include "algorithms/catalog.h"
 #include "algorithms/direct_collectives.h"
 #include "algorithms/patterns/ring.h"
-#include "bootstrap/external_store.h"
 #include "bootstrap/roll_call.h"
 #include "comm/call_check.h"
 #include "comm/device_request.h"
@@ -92,30 +91,6 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   return Status::ok();
 }
 
-Status CommunicatorImpl::connectStore(const CommOptions& options) {
-  if (options.store) {
-    store_host_ = options.store->host();
-    store_ = bootstrap::wrapExternalStore(options.store);
-    return Status::ok();
-  }
-  int port = 0;
-  COLL_RETURN_IF_ERROR(bootstrap::splitHostPort(options.store_address, &store_host_, &port));
-  if (options.host_store) {
-    std::unique_ptr<bootstrap::StoreServer> server;
-    Status st = bootstrap::StoreServer::start("0.0.0.0", port, secret_, &server);
-    if (!st)
-      return Status(st.code(), format("rank %d cannot serve the rendezvous store: %s (another job on this port?)", rank_,
-                                      st.message().c_str()));
-    store_server_ = std::move(server);
-  }
-  Status st = bootstrap::StoreClient::connect(options.store_address, secret_, transport::Clock::now() + config_.timeout,
-                                              &store_);
-  if (!st && !options.host_store && st.code() == ErrorCode::Timeout)  // nobody listens there
-    return Status(st.code(), st.message() + " (rank 0 serves the store: has it started, with the same MASTER_ADDR "
-                             "and MASTER_PORT as this rank?)");
-  return st;
-}
-
 Status CommunicatorImpl::shrink(const std::vector<int>& excluded, std::unique_ptr<CommunicatorImpl>* out) {
   refuseInForkedChild("shrink");
   CommOptions plan;
@@ -125,19 +100,6 @@ Status CommunicatorImpl::shrink(const std::vector<int>& excluded, std::unique_pt
   COLL_INFO("INIT", "rank %d of %d shrinks to rank %d of %d as '%s'", rank_, size_, plan.rank, plan.size,
             plan.name.c_str());
   return create(plan, config_, out, store_server_);
-}
-
-LedgerResponder::Connect CommunicatorImpl::storeConnector(const CommOptions& options) const {
-  if (options.store) {
-    return [store = options.store](bootstrap::Deadline, std::unique_ptr<bootstrap::StoreClient>* out) {
-      *out = bootstrap::wrapExternalStore(store);
-      return Status::ok();
-    };
-  }
-  return [address = options.store_address, secret = secret_](bootstrap::Deadline deadline,
-                                                              std::unique_ptr<bootstrap::StoreClient>* out) {
-    return bootstrap::StoreClient::connect(address, secret, deadline, out);
-  };
 }
 
 // The topology (probed over the connections just made, or loaded) and the selector over it;
