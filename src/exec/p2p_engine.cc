@@ -136,7 +136,6 @@ bool Engine::Impl::connectAll() {
                                       st.message().c_str())), false);
       return false;
     }
-    channels_[peer].via = for_peer_[peer];
     postEnvelopeRecv(peer);
   }
   return true;

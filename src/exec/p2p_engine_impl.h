@@ -53,7 +53,6 @@ class Engine::Impl {
   };
   struct Channel {
     transport::Connection* conn = nullptr;
-    transport::Transport* via = nullptr;
     EnvelopeBuffer in{};                   // the envelope receive, always posted
     std::map<int, uint64_t> next_seq;      // per tag, for sends
     std::optional<Error> lost;             // the peer left or its connection failed

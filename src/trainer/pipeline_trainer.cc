@@ -111,7 +111,7 @@ StepResult PipelineTrainer::trainStep(const Batch& batch) {
     if (order[k].forward) forward(order[k].micro, batch, &result);
     else backward(order[k].micro, batch, k == last_backward);
   }
-  applyBuckets();
+  applyInBucketOrder(*bucketer_, *update_, timeline_, step_);
   for (Work& w : sends_) w.wait();
   sends_.clear();
   if (stage_ + 1 == options_.stages) result.loss /= static_cast<float>(m_count);
@@ -185,18 +185,6 @@ void PipelineTrainer::addToAccumulated(size_t layer) {
     const ParamSlot& slot = model_.slots()[s];
     for (size_t i = slot.offset; i < slot.offset + slot.count; ++i) g[i] += accumulated_[i];
   }
-}
-
-void PipelineTrainer::applyBuckets() {
-  for (const Bucket& b : bucketer_->buckets()) {
-    {
-      ScopedEvent e(timeline_, "wait bucket " + std::to_string(b.index), step_);
-      bucketer_->wait(b.index);
-    }
-    ScopedEvent e(timeline_, "update bucket " + std::to_string(b.index), step_);
-    update_->apply(b);
-  }
-  update_->endStep();
 }
 
 }  // namespace coll::trainer

@@ -75,7 +75,6 @@ class PipelineTrainer {
   void exchangeWidths();
   void forward(int m, const Batch& batch, StepResult* result);
   void backward(int m, const Batch& batch, bool last_of_step);
-  void applyBuckets();
   void addToAccumulated(size_t layer);
   std::span<const int> labelsOf(const Batch& batch, int m) const;
 

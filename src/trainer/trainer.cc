@@ -51,7 +51,7 @@ StepResult Trainer::trainStep(const Batch& batch) {
   r.rows = batch.labels.size();
   update_->beginStep();
   backwardWithBuckets(grad_logits_);
-  applyBuckets();
+  applyInBucketOrder(*bucketer_, *update_, timeline_, step_);
   ++step_;
   return r;
 }
@@ -65,20 +65,6 @@ void Trainer::backwardWithBuckets(const Matrix& grad_logits) {
     bucketer_->layerDone(layer);
     start = Clock::now();
   });
-}
-
-// The optimizer waits only for the bucket it updates next; later buckets stay on the wire.
-void Trainer::applyBuckets() {
-  for (const Bucket& b : bucketer_->buckets()) {
-    {
-      ScopedEvent e(timeline_, "wait bucket " + std::to_string(b.index), step_);
-      bucketer_->wait(b.index);
-    }
-    ScopedEvent e(timeline_, "update bucket " + std::to_string(b.index), step_);
-    update_->apply(b);
-  }
-  ScopedEvent e(timeline_, "end of step", step_);
-  update_->endStep();
 }
 
 void Trainer::run(int64_t steps, const InputFn& input, const StepFn& step) {

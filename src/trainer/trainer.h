@@ -81,7 +81,6 @@ class Trainer {
  private:
   void replan(const BucketOptions& buckets);
   void backwardWithBuckets(const Matrix& grad_logits);
-  void applyBuckets();
 
   Communicator& comm_;
   Model& model_;

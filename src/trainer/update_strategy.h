@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "coll/communicator.h"
@@ -30,5 +31,20 @@ class UpdateStrategy {
   // Optimizer state held by this rank.
   virtual size_t optimizerStateBytes() const = 0;
 };
+
+// The end of a step, for either trainer: waits for each bucket in order (later buckets stay on
+// the wire while the optimizer updates the earlier ones), applies it, then endStep().
+inline void applyInBucketOrder(Bucketer& bucketer, UpdateStrategy& update, Timeline& timeline, int64_t step) {
+  for (const Bucket& b : bucketer.buckets()) {
+    {
+      ScopedEvent e(timeline, "wait bucket " + std::to_string(b.index), step);
+      bucketer.wait(b.index);
+    }
+    ScopedEvent e(timeline, "update bucket " + std::to_string(b.index), step);
+    update.apply(b);
+  }
+  ScopedEvent e(timeline, "end of step", step);
+  update.endStep();
+}
 
 }  // namespace coll::trainer
