@@ -98,7 +98,7 @@ Status fenceAndGet(Exchange& ex, const std::string& launcher, const pmix_proc_t&
   pmix_status_t rc = PMIx_Fence(&all, 1, info, 2);
   Status st;
   if (rc != PMIX_SUCCESS) {
-    st = failed(launcher, "PMIx_Fence", rc, format("(every rank of namespace %s must reach it within %d s)",
+    st = failed(launcher, "PMIx_Fence", rc, format("(every rank of namespace %s must reach it within %d s, COLL_TIMEOUT)",
                                                    me.nspace, seconds));
   } else {
     pmix_proc_t root;
@@ -126,7 +126,9 @@ Status run(Exchange& ex, const std::string& launcher, const std::string& key, co
            Deadline deadline) {
   pmix_proc_t me;
   pmix_status_t rc = PMIx_Init(&me, nullptr, 0);
-  if (rc != PMIX_SUCCESS) return failed(launcher, "PMIx_Init", rc, "(is the launcher's PMIx server still running?)");
+  if (rc != PMIX_SUCCESS)
+    return failed(launcher, "PMIx_Init", rc, "(PMIX_NAMESPACE is set, so the launcher's PMIx server should answer: "
+                                             "has it ended?)");
   ex.enter("PMIx_Get of the job size");
   pmix_proc_t job_proc;
   PMIX_LOAD_PROCID(&job_proc, me.nspace, PMIX_RANK_WILDCARD);
@@ -136,7 +138,7 @@ Status run(Exchange& ex, const std::string& launcher, const std::string& key, co
   ex.job.local_rank = getNumber(me, PMIX_LOCAL_RANK);
   Status st;
   if (me.rank == 0 && rank0_value.empty()) {
-    st = internalError(launcher + ": PMIx says this process is rank 0, but the launcher's variables said otherwise, "
+    st = invalidArgument(launcher + ": PMIx says this process is rank 0, but the launcher's variables said otherwise, "
                        "so it started no store to publish");
   } else if (me.rank == 0) {
     ex.enter("PMIx_Put");
@@ -154,6 +156,7 @@ bool pmixBuilt() { return true; }
 
 Status pmixExchange(const std::string& launcher, const std::string& key, const std::string& rank0_value,
                     Deadline deadline, PmixJob* job, std::string* value) {
+  double seconds = std::chrono::duration<double>(deadline - Clock::now()).count();
   auto ex = std::make_shared<Exchange>();
   std::thread([ex, launcher, key, rank0_value, deadline] {
     Status st = run(*ex, launcher, key, rank0_value, deadline);
@@ -164,9 +167,9 @@ Status pmixExchange(const std::string& launcher, const std::string& key, const s
   }).detach();  // joined through `done`; left blocked inside libpmix only after a timeout
   std::unique_lock<std::mutex> lock(ex->mu);
   if (!ex->cv.wait_until(lock, deadline, [&] { return ex->done; })) {
-    return timeoutError(format("%s: the PMIx server did not answer %s before the deadline (COLL_TIMEOUT); %s are set, "
+    return timeoutError(format("%s: the PMIx server did not answer %s within %.0f s (COLL_TIMEOUT); %s are set, "
                                "so coll expected the launcher's PMIx server to serve this rank%s",
-                               launcher.c_str(), ex->step.c_str(), serverVariables().c_str(),
+                               launcher.c_str(), ex->step.c_str(), seconds, serverVariables().c_str(),
                                ex->step == "PMIx_Fence" ? ", and every other rank to reach the same fence" : ""));
   }
   COLL_RETURN_IF_ERROR(ex->status);
