@@ -123,6 +123,16 @@ wait_idle() {
   return 1
 }
 
+# start NAME CMD...: runs a daemon's start command; when it fails, shows its log and stops all.
+start() {
+  local name=$1; shift
+  SLURM_CONF=$dir/slurm.conf "$@" && return 0
+  echo "slurm_cluster.sh: $name did not start ($*); its log:" >&2
+  tail -n 20 "$dir/log/$name.log" >&2 2>/dev/null || true
+  cmd_down
+  exit 1
+}
+
 cmd_up() {
   [[ $EUID -eq 0 ]] || die "must run as root (network namespaces, slurmd)"
   local t k
@@ -137,15 +147,15 @@ cmd_up() {
 
   timeout 10 mungekey --create --keyfile "$dir/munge.key" --force
   chmod 400 "$dir/munge.key"
-  timeout 10 munged --force --socket="$dir/munge.sock" --key-file="$dir/munge.key" \
+  # Each daemon forks into the background; its PID file is what `down` stops.
+  start munged timeout 10 munged --force --socket="$dir/munge.sock" --key-file="$dir/munge.key" \
     --pid-file="$dir/pid/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munged.seed"
   write_conf
-  # Each daemon forks into the background; its PID file is what `down` stops.
-  SLURM_CONF=$dir/slurm.conf timeout 30 "$nc" exec "${prefix}0" -- slurmctld
+  start slurmctld timeout 30 "$nc" exec "${prefix}0" -- slurmctld
   for ((k = 0; k < hosts; k++)); do
-    SLURM_CONF=$dir/slurm.conf timeout 30 "$nc" exec "$prefix$k" -- slurmd -N "$prefix$k"
+    start "slurmd.$prefix$k" timeout 30 "$nc" exec "$prefix$k" -- slurmd -N "$prefix$k"
   done
-  wait_idle
+  wait_idle || { cmd_down; exit 1; }
   echo "slurm_cluster.sh: $hosts nodes ${prefix}0..${prefix}$((hosts - 1)) idle on $subnet.0/24 at $rate" \
        "(SLURM_CONF=$dir/slurm.conf, MpiDefault=$(mpi_default))"
 }
