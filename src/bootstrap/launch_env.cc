@@ -207,6 +207,17 @@ Status fromOpenMpi(LaunchInfo* info) {
   return fromOpenMpiFile(info);
 }
 
+// The first port of SLURM_STEP_RESV_PORTS ("30001-30002" or "30001,30004").
+bool firstReservedPort(int* port) {
+  const char* v = env("SLURM_STEP_RESV_PORTS");
+  if (!v) return false;
+  char* end = nullptr;
+  long p = std::strtol(v, &end, 10);
+  if (end == v || p <= 0 || p > 65535) return false;
+  *port = static_cast<int>(p);
+  return true;
+}
+
 Status fromSlurm(LaunchInfo* info) {
   info->launcher = "slurm";
   envInt("SLURM_PROCID", &info->rank);
@@ -222,8 +233,10 @@ Status fromSlurm(LaunchInfo* info) {
   COLL_RETURN_IF_ERROR(firstHostOfList(nodes, &first));
   int job = 0;
   envInt("SLURM_JOB_ID", &job);
+  // MASTER_PORT; else the step's first reserved port (MpiParams=ports=..., the same on every node
+  // of the step, and no other step's); else one derived from the job id, the same on every rank.
   int port = 0;
-  if (!envInt("MASTER_PORT", &port)) port = 20000 + job % 20000;  // same on every rank, differs across jobs
+  if (!envInt("MASTER_PORT", &port) && !firstReservedPort(&port)) port = 20000 + job % 20000;
   info->store_address = first + ":" + std::to_string(port);
   info->host_store = info->rank == 0;
   takeSecret(info, "slurm/" + std::to_string(job) + "/" + (env("SLURM_STEP_ID") ? env("SLURM_STEP_ID") : "0"));

@@ -91,6 +91,7 @@ write_conf() {
     echo "SlurmdParameters=config_overrides"
     echo "ReturnToService=2"
     echo "MpiDefault=$(mpi_default)"
+    echo "MpiParams=ports=30000-30999"  # SLURM_STEP_RESV_PORTS: a port per step for coll's store
     echo "SlurmctldTimeout=30"
     echo "SlurmdTimeout=30"
     echo "InactiveLimit=0"

@@ -216,7 +216,7 @@ constexpr const char* kLaunchVars[] = {
     "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
     "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMIX_RANK", "PMIX_SERVER_URI41", "PMIX_SERVER_URI4",
     "PMIX_SERVER_URI3", "PMIX_SERVER_URI21", "PMIX_SERVER_URI2", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-    "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_STEP_NUM_NODES"};
+    "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_STEP_NUM_NODES", "SLURM_STEP_RESV_PORTS"};
 
 class LaunchEnv : public ::testing::Test {
  protected:
@@ -348,6 +348,9 @@ TEST_F(LaunchEnv, SlurmUsesTheFirstNodeOfTheJob) {
   EXPECT_EQ(info.store_address, "node07:" + std::to_string(20000 + 1234));
   EXPECT_FALSE(info.host_store);
   EXPECT_FALSE(info.secret.empty());
+  // The step's reserved ports (MpiParams=ports=...) keep concurrent steps of one job apart.
+  set({{"SLURM_STEP_RESV_PORTS", "30001-30002"}});
+  EXPECT_EQ(detectOk().store_address, "node07:30001");
   // The step's node list wins over the job's; MASTER_PORT picks the port.
   set({{"SLURM_STEP_NODELIST", "node[08-09]"}, {"MASTER_PORT", "4242"}});
   EXPECT_EQ(detectOk().store_address, "node08:4242");
