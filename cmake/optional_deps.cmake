@@ -52,6 +52,18 @@ if(COLL_WITH_VERBS)
   endif()
 endif()
 
+# PMIx client (src/bootstrap/pmix_exchange.h): rank 0's rendezvous through the PMIx server of
+# Open MPI's mpirun or Slurm's srun --mpi=pmix. Debian's pmix.pc points at pmix2/lib, which is
+# empty; find_library falls back to /usr/lib/<arch>/libpmix.so.
+set(COLL_HAVE_PMIX OFF)
+option(COLL_WITH_PMIX "Use libpmix when found (launchers with a PMIx server)" ON)
+if(COLL_WITH_PMIX AND PkgConfig_FOUND)
+  pkg_check_modules(PMIX QUIET IMPORTED_TARGET pmix)
+  if(PMIX_FOUND)
+    set(COLL_HAVE_PMIX ON)
+  endif()
+endif()
+
 set(COLL_HAVE_PYTHON OFF)
 if(COLL_WITH_PYTHON)
   # Debian's torch and numpy belong to /usr/bin/python3, not to a pyenv python on PATH.

@@ -21,6 +21,8 @@ coll_report("hwloc" "${COLL_HAVE_HWLOC}" "${COLL_WITH_HWLOC}" " (topology detect
             "apt-get install libhwloc-dev; /proc and sysfs serve instead")
 coll_report("UCX" "${COLL_HAVE_UCX}" "${COLL_WITH_UCX}" " (COLL_TRANSPORT=ucx)" "apt-get install libucx-dev")
 coll_report("verbs" "${COLL_HAVE_VERBS}" "${COLL_WITH_VERBS}" " (device probe and RC data path)" "apt-get install libibverbs-dev")
+coll_report("PMIx" "${COLL_HAVE_PMIX}" "${COLL_WITH_PMIX}" " (rendezvous through mpirun's or srun --mpi=pmix's PMIx server, PMIx ${PMIX_VERSION})"
+            "apt-get install libpmix-dev; across hosts Open MPI then needs -x MASTER_ADDR")
 coll_report("Python (pybind11)" "${COLL_HAVE_PYTHON}" "${COLL_WITH_PYTHON}" " (the coll package in build/python)"
             "apt-get install pybind11-dev python3-dev python3-numpy")
 coll_report("torch.distributed backend (libtorch)" "${COLL_HAVE_TORCH}" "${COLL_WITH_TORCH}" " (coll.torch)"

@@ -21,23 +21,37 @@ done
 # package that is neither here nor a dependency of one listed here.
 packages=(build-essential cmake ninja-build pkg-config libboost-dev zlib1g-dev  # the library, trainer
           libgtest-dev libgmock-dev libbenchmark-dev python3-pytest            # tests, micro-benchmarks
-          libhwloc-dev libucx-dev libibverbs-dev                               # optional: topology, ucx, verbs
+          libhwloc-dev libucx-dev libibverbs-dev libpmix-dev                   # optional: topology, ucx, verbs, PMIx
           pybind11-dev python3-dev python3-numpy python3-torch libtorch-dev    # optional: Python, torch backend
           python3-venv python3-setuptools python3-wheel                        # pip install ./bindings/python
           python3-sklearn                                                      # the trainer's digits data
           openmpi-bin libopenmpi-dev mpich libmpich-dev                        # launchers and peer benchmarks
           iperf3 iproute2 procps python3-matplotlib)                           # netcluster, plots
 
+# Optional, installed when apt-get can, never required: a real Slurm for the launcher matrix
+# (tests/launcher/launcher_matrix.sh skips its Slurm runs without them). No headers or libraries.
+optional_packages=(slurm-wlm munge)
+
 install_missing() {
-  local missing=() p
+  local missing=() optional=() p
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  echo "dev.sh: installing ${missing[*]}"
+  for p in "${optional_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || optional+=("$p")
+  done
+  [[ ${#missing[@]} -eq 0 && ${#optional[@]} -eq 0 ]] && return 0
   local sudo=; [[ $EUID -ne 0 ]] && sudo=sudo
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "dev.sh: installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  if [[ ${#optional[@]} -gt 0 ]]; then
+    echo "dev.sh: installing optional ${optional[*]}"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null ||
+      echo "dev.sh: could not install ${optional[*]} (optional: the Slurm launcher tests will be skipped)"
+  fi
 }
 
 # configure_and_build [TARGET...]: configures, then builds the named targets (all without any).

@@ -1,5 +1,7 @@
 // Reads rank, size and the rendezvous from whichever launcher started us. Order: collrun,
-// torchrun / explicit MASTER_ADDR, MPICH (PMI-1), Open MPI, Slurm.
+// torchrun / explicit MASTER_ADDR, MPICH (PMI-1), Open MPI, Slurm, any other PMIx launcher.
+// Open MPI and Slurm (srun --mpi=pmix) exchange the store's address through PMIx when this
+// build has it (pmix_exchange.h) and the launcher started a PMIx server beside the rank.
 #include "bootstrap/launch_env.h"
 
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include "bootstrap/auth.h"
 #include "bootstrap/hosted_store.h"
 #include "bootstrap/pmi1.h"
+#include "bootstrap/pmix_exchange.h"
 #include "bootstrap/slurm_hostlist.h"
 #include "base/config.h"
 #include "base/log.h"
@@ -110,15 +113,62 @@ Status fromPmi1(LaunchInfo* info) {
   return Status::ok();
 }
 
-// Open MPI without MASTER_ADDR: on one host, rank 0 publishes the store in a file only this
-// user can read, named after the job. Across hosts the user must give MASTER_ADDR/PORT.
+// A PMIx server stands behind this process: every PMIx server sets these for its clients.
+bool pmixEnvironment() { return env("PMIX_NAMESPACE") && env("PMIX_RANK"); }
+
+// Rank 0 starts the store (on 127.0.0.1 when the launcher says every rank is on its host) and
+// publishes "address,secret" through the launcher's PMIx server; every rank reads it back.
+Status fromPmix(LaunchInfo* info, bool all_local) {
+  Deadline deadline = initDeadline();
+  std::string published;
+  if (info->rank == 0) {
+    info->secret = env(kEnvJobSecret) ? env(kEnvJobSecret) : generateSecret();
+    COLL_RETURN_IF_ERROR(startHostedStore(info->secret, all_local, &info->store_address));
+    published = info->store_address + "," + info->secret;
+  }
+  PmixJob job;
+  std::string value;
+  COLL_RETURN_IF_ERROR(pmixExchange(info->launcher, "coll.store", published, deadline, &job, &value));
+  if (job.rank != info->rank)
+    return invalidArgument(format("%s: the launcher's variables say rank %d but its PMIx server says rank %d of "
+                                  "namespace %s (PMIX_RANK=%s): they must agree", info->launcher.c_str(), info->rank,
+                                  job.rank, job.nspace.c_str(), env("PMIX_RANK")));
+  if (info->size < 0) info->size = job.size;
+  if (info->local_rank < 0) info->local_rank = job.local_rank;
+  size_t comma = value.find(',');
+  if (comma == std::string::npos)
+    return transportError(info->launcher + ": malformed coll.store entry from rank 0 through PMIx: " + value);
+  info->store_address = value.substr(0, comma);
+  info->secret = value.substr(comma + 1);
+  info->secret_origin = "rank 0, via PMIx";
+  return Status::ok();
+}
+
+// Any other launcher with a PMIx server (prterun, Open MPI 5's mpirun): PMIX_RANK is the rank.
+Status fromPmixOnly(LaunchInfo* info) {
+  info->launcher = "pmix";
+  if (!envInt("PMIX_RANK", &info->rank))
+    return invalidArgument(format("pmix: PMIX_RANK=%s is not a rank number", env("PMIX_RANK")));
+  if (!pmixBuilt())
+    return invalidArgument("pmix: PMIX_NAMESPACE and PMIX_RANK are set, but this coll was built without PMIx "
+                           "(apt-get install libpmix-dev and reconfigure), or set RANK, WORLD_SIZE, MASTER_ADDR and "
+                           "MASTER_PORT");
+  return fromPmix(info, false);
+}
+
+// Open MPI without MASTER_ADDR or PMIx: on one host, rank 0 publishes the store in a file only
+// this user can read, named after the job. Across hosts the user must give MASTER_ADDR/PORT.
 Status fromOpenMpiFile(LaunchInfo* info) {
   int local_size = 0;
   envInt("OMPI_COMM_WORLD_LOCAL_SIZE", &local_size);
   const char* job = env("OMPI_MCA_ess_base_jobid") ? env("OMPI_MCA_ess_base_jobid") : env("PMIX_NAMESPACE");
   if (local_size != info->size || !job)
-    return invalidArgument("Open MPI across several hosts: set MASTER_ADDR and MASTER_PORT (coll has no PMIx client "
-                           "yet), e.g. mpirun -x MASTER_ADDR=<rank 0's host> -x MASTER_PORT=29500");
+    return invalidArgument(std::string("openmpi: ranks on several hosts (OMPI_COMM_WORLD_LOCAL_SIZE < "
+                           "OMPI_COMM_WORLD_SIZE) need the launcher's PMIx server, but ") +
+                           (pmixBuilt() ? "PMIX_NAMESPACE or PMIX_RANK is not set"
+                                        : "this coll was built without PMIx (apt-get install libpmix-dev)") +
+                           "; or set MASTER_ADDR and MASTER_PORT, e.g. mpirun -x MASTER_ADDR=<rank 0's host> "
+                           "-x MASTER_PORT=29500");
   std::string path = std::string("/tmp/coll-ompi-") + std::to_string(::getuid()) + "-" + job;
   for (char& c : path) if (c == ' ' || c == '@' || c == ',') c = '_';
   Deadline deadline = initDeadline();
@@ -151,7 +201,21 @@ Status fromOpenMpi(LaunchInfo* info) {
   envInt("OMPI_COMM_WORLD_SIZE", &info->size);
   envInt("OMPI_COMM_WORLD_LOCAL_RANK", &info->local_rank);
   if (env("MASTER_ADDR")) return fromMasterAddr(info, "openmpi");
+  int local_size = 0;
+  envInt("OMPI_COMM_WORLD_LOCAL_SIZE", &local_size);
+  if (pmixBuilt() && pmixEnvironment()) return fromPmix(info, local_size == info->size);
   return fromOpenMpiFile(info);
+}
+
+// The first port of SLURM_STEP_RESV_PORTS ("30001-30002" or "30001,30004").
+bool firstReservedPort(int* port) {
+  const char* v = env("SLURM_STEP_RESV_PORTS");
+  if (!v) return false;
+  char* end = nullptr;
+  long p = std::strtol(v, &end, 10);
+  if (end == v || p <= 0 || p > 65535) return false;
+  *port = static_cast<int>(p);
+  return true;
 }
 
 Status fromSlurm(LaunchInfo* info) {
@@ -160,14 +224,19 @@ Status fromSlurm(LaunchInfo* info) {
   envInt("SLURM_NTASKS", &info->size);
   envInt("SLURM_LOCALID", &info->local_rank);
   if (env("MASTER_ADDR")) return fromMasterAddr(info, "slurm");
+  int nodes_in_step = 0;
+  envInt("SLURM_STEP_NUM_NODES", &nodes_in_step);
+  if (pmixBuilt() && pmixEnvironment()) return fromPmix(info, nodes_in_step == 1);  // srun --mpi=pmix
   const char* nodes = env("SLURM_STEP_NODELIST") ? env("SLURM_STEP_NODELIST") : env("SLURM_JOB_NODELIST");
   if (!nodes) return invalidArgument("Slurm: no SLURM_STEP_NODELIST or SLURM_JOB_NODELIST, and no MASTER_ADDR");
   std::string first;
   COLL_RETURN_IF_ERROR(firstHostOfList(nodes, &first));
   int job = 0;
   envInt("SLURM_JOB_ID", &job);
+  // MASTER_PORT; else the step's first reserved port (MpiParams=ports=..., the same on every node
+  // of the step, and no other step's); else one derived from the job id, the same on every rank.
   int port = 0;
-  if (!envInt("MASTER_PORT", &port)) port = 20000 + job % 20000;  // same on every rank, differs across jobs
+  if (!envInt("MASTER_PORT", &port) && !firstReservedPort(&port)) port = 20000 + job % 20000;
   info->store_address = first + ":" + std::to_string(port);
   info->host_store = info->rank == 0;
   takeSecret(info, "slurm/" + std::to_string(job) + "/" + (env("SLURM_STEP_ID") ? env("SLURM_STEP_ID") : "0"));
@@ -199,6 +268,8 @@ Status detectLaunch(LaunchInfo* info) {
     st = fromOpenMpi(info);
   } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
     st = fromSlurm(info);
+  } else if (pmixEnvironment()) {
+    st = fromPmixOnly(info);
   } else {
     return invalidArgument("no launcher found: start with collrun -n N, torchrun, mpirun or srun, or set RANK, "
                            "WORLD_SIZE, MASTER_ADDR and MASTER_PORT");

@@ -2,6 +2,7 @@
 // conversation with a fake Hydra over a socketpair), host:port splitting, the MAC and secret,
 // and detectLaunch against each launcher's environment (set with setenv, restored after).
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "bootstrap/auth.h"
 #include "bootstrap/launch_env.h"
 #include "bootstrap/pmi1.h"
+#include "bootstrap/pmix_exchange.h"
 #include "bootstrap/slurm_hostlist.h"
 #include "bootstrap/store.h"
 
@@ -212,8 +214,9 @@ constexpr const char* kLaunchVars[] = {
     "COLL_STORE_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE",
     "TORCHELASTIC_RUN_ID", "PMI_RANK", "PMI_SIZE", "PMI_FD", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
     "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-    "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-    "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_JOB_ID", "SLURM_STEP_ID"};
+    "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMIX_RANK", "PMIX_SERVER_URI41", "PMIX_SERVER_URI4",
+    "PMIX_SERVER_URI3", "PMIX_SERVER_URI21", "PMIX_SERVER_URI2", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+    "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_STEP_NUM_NODES", "SLURM_STEP_RESV_PORTS"};
 
 class LaunchEnv : public ::testing::Test {
  protected:
@@ -345,6 +348,9 @@ TEST_F(LaunchEnv, SlurmUsesTheFirstNodeOfTheJob) {
   EXPECT_EQ(info.store_address, "node07:" + std::to_string(20000 + 1234));
   EXPECT_FALSE(info.host_store);
   EXPECT_FALSE(info.secret.empty());
+  // The step's reserved ports (MpiParams=ports=...) keep concurrent steps of one job apart.
+  set({{"SLURM_STEP_RESV_PORTS", "30001-30002"}});
+  EXPECT_EQ(detectOk().store_address, "node07:30001");
   // The step's node list wins over the job's; MASTER_PORT picks the port.
   set({{"SLURM_STEP_NODELIST", "node[08-09]"}, {"MASTER_PORT", "4242"}});
   EXPECT_EQ(detectOk().store_address, "node08:4242");
@@ -383,6 +389,36 @@ TEST_F(LaunchEnv, OpenMpiAcrossHostsAsksForMasterAddr) {
   Status st = detectFails();
   EXPECT_EQ(st.code(), ErrorCode::InvalidArgument);
   EXPECT_NE(st.message().find("MASTER_ADDR"), std::string::npos) << st.message();
+}
+
+// Open MPI across hosts with a PMIx server that is gone: PMIx_Init fails at once, naming the
+// launcher and the variables that pointed at the server (without PMIx: what to install).
+TEST_F(LaunchEnv, OpenMpiWithItsPmixServerGone) {
+  int probe = ::socket(AF_INET, SOCK_STREAM, 0);  // a port nothing listens on once closed
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(probe, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(::getsockname(probe, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(probe);
+  std::string uri = "pmix-server.4242;tcp4://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  set({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+       {"PMIX_NAMESPACE", "job7"}, {"PMIX_RANK", "1"}, {"PMIX_SERVER_URI41", uri.c_str()}});
+  Status st = detectFails();
+  if (!pmixBuilt()) {
+    EXPECT_NE(st.message().find("libpmix-dev"), std::string::npos) << st.message();
+    return;
+  }
+  for (const char* word : {"openmpi", "PMIx_Init", "PMIX_SERVER_URI41"})
+    EXPECT_NE(st.message().find(word), std::string::npos) << "should mention " << word << ": " << st.message();
+}
+
+TEST_F(LaunchEnv, PmixRankMustBeANumber) {
+  set({{"PMIX_NAMESPACE", "job7"}, {"PMIX_RANK", "first"}});
+  Status st = detectFails();
+  EXPECT_EQ(st.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(st.message().find("pmix: PMIX_RANK=first"), std::string::npos) << st.message();
 }
 
 TEST_F(LaunchEnv, MpichNeedsPmiFd) {
