@@ -76,10 +76,21 @@ class Builder {
     slot_users_.push_back(b_.add(std::move(step), {region}, {region}));
   }
 
+  // The host ring starts with this host's chunk (interRing, step 0): the phases inside the
+  // host take the chunks in ring order from there, so the ring's first message waits only for
+  // the first chunk's reduction, and every host's schedule is its neighbour's moved by one
+  // host (what coll-sim's periodic simulation relies on, tools/sim/symmetry.h).
+  int chunkAt(int i) const {
+    const int first = at_.H > 1 ? ring::reduceScatterSendChunk(at_.host, at_.H, 0) : 0;
+    return ring::mod(first + i, at_.H);
+  }
+
   void sendPart(int peer, BufferId source, int q, uint32_t phase) {
-    for (int c = 0; c < at_.H; ++c)
+    for (int i = 0; i < at_.H; ++i) {
+      const int c = chunkAt(i);
       for (size_t j = 0; j < ns_.slices(q, c); ++j)
         b_.add({StepKind::send, source, peer, ns_.offset(q, c, j), ns_.bytes(q, c, j), 0, phase}, {ns_.region(q, c, j)}, {});
+    }
   }
 
   void intraReduceScatter(BufferId first) {
@@ -87,11 +98,13 @@ class Builder {
       int q = ring::mod(at_.local + k, at_.L);
       sendPart(at_.rankAt(at_.host, q), first, q, 0);
     }
-    for (int c = 0; c < at_.H; ++c)
+    for (int i = 0; i < at_.H; ++i) {
+      const int c = chunkAt(i);
       for (size_t j = 0; j < ns_.slices(at_.local, c); ++j)
         for (int k = 1; k < at_.L; ++k)
           recvReduce(at_.rankAt(at_.host, ring::mod(at_.local + k, at_.L)), k == 1 ? first : BufferId::output,
                      at_.local, c, j, 0);
+    }
   }
 
   // Ring all-reduce of part `local` among this local index's ranks on every host.
@@ -135,10 +148,12 @@ class Builder {
     for (int k = 1; k < at_.L; ++k) {
       int q = ring::mod(at_.local - k, at_.L);
       int peer = at_.rankAt(at_.host, q);
-      for (int c = 0; c < at_.H; ++c)
+      for (int i = 0; i < at_.H; ++i) {
+        const int c = chunkAt(i);
         for (size_t j = 0; j < ns_.slices(q, c); ++j)
           b_.add({StepKind::recv, BufferId::output, peer, ns_.offset(q, c, j), ns_.bytes(q, c, j), 0, last}, {},
                  {ns_.region(q, c, j)});
+      }
     }
   }
 
