@@ -1,0 +1,72 @@
+#!/bin/bash
+# coll-sim against the real thing (issue 27): on a simulated cluster (netcluster), every
+# all-reduce and broadcast algorithm forced in turn over a size sweep, then coll-sim on the
+# topology that same job probed and dumped (COLL_TOPO_DUMP_FILE), with netcluster's token
+# bucket (tbf, 128 KB burst); bench/scripts/sim_compare.py prints both side by side and counts
+# the points within 15% and the sizes where both name the same fastest algorithm.
+# usage: bench/scripts/sim_validate.sh [--build DIR] [--hosts 4] [--per-host 1] [--rate 1gbit]
+#            [--out DIR] [--small "8 ... 1M"] [--large "4M 16M 64M 256M"]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=$here/build hosts=4 per_host=1 rate=1gbit out=""
+small="8 32 128 512 2K 8K 32K 128K 512K" large="2M 8M 32M 128M 256M"
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --build) build=$(cd "$2" && pwd); shift 2 ;;
+    --hosts) hosts=$2; shift 2 ;;
+    --per-host) per_host=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --small) small=$2; shift 2 ;;
+    --large) large=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+NC=${NETCLUSTER:-$here/../shared/tools/netcluster}
+prefix=simv subnet=10.214.21 port=30100 world=$((hosts * per_host))
+work=$(mktemp -d /tmp/coll-simv.XXXXXX)
+out=${out:-$work/result}
+mkdir -p "$out"
+cleanup() { "$NC" down --prefix $prefix >/dev/null 2>&1 || true; rm -rf "$work"; }
+trap cleanup EXIT
+"$NC" up "$hosts" --rate "$rate" --prefix $prefix --subnet $subnet >/dev/null
+tag="${hosts}x${per_host}_$rate"
+
+# Large messages take seconds at 1 Gbit/s: fewer iterations there.
+iters_for() { case $1 in *M|*G) echo "-n 3 -w 1" ;; *) echo "-n 40 -w 5" ;; esac; }
+
+run() { # program collective algo size -> "size time_us" (out-of-place), appended to measured.csv
+  local prog=$1 coll=$2 algo=$3 size=$4 pids=() k rc=0 dump=""
+  port=$((port + 1))
+  [[ -f $out/topology_$tag.json ]] || dump=$out/topology_$tag.json
+  for k in $(seq 0 $((world - 1))); do
+    # shellcheck disable=SC2046
+    timeout 600 "$NC" exec $prefix$((k / per_host)) -- env RANK=$k WORLD_SIZE=$world MASTER_ADDR=$subnet.1 \
+      MASTER_PORT=$port COLL_JOB_SECRET=simv-$port COLL_ALGO=$coll:$algo ${dump:+COLL_TOPO_DUMP_FILE=$dump} \
+      "$build/bin/$prog" -b "$size" -e "$size" $(iters_for "$size") -c 0 >"$work/out.$k" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${pids[@]}"; do wait "$k" || rc=$?; done
+  [[ $rc == 0 ]] || { echo "run failed ($coll $algo $size)" >&2; cat "$work"/out.* >&2; return 1; }
+  awk -v c="$coll" -v a="$algo" '$1 ~ /^[0-9]+$/ {print c "," a "," $1 "," $6; exit}' "$work/out.0" >>"$out/measured_$tag.csv"
+}
+
+allreduce_algos="ring direct tree rhd rd"
+(( per_host > 1 )) && allreduce_algos+=" hierarchical"
+echo "collective,algorithm,bytes,measured_us" >"$out/measured_$tag.csv"
+for size in $small $large; do
+  for a in $allreduce_algos; do run all_reduce_perf allreduce "$a" "$size"; done
+  for a in chain direct binomial; do run broadcast_perf broadcast "$a" "$size"; done
+  echo "$tag: $size done" >&2
+done
+
+sim="$build/bin/coll-sim --topology $out/topology_$tag.json --burst 128K --algo all"
+rm -f "$out/sim_$tag.csv"
+for s in $small $large; do
+  $sim -c allreduce -b "$s" -e "$s" --csv "$work/a.csv" >/dev/null
+  $sim -c broadcast -b "$s" -e "$s" --csv "$work/b.csv" >/dev/null
+  [[ -f $out/sim_$tag.csv ]] || head -1 "$work/a.csv" >"$out/sim_$tag.csv"
+  tail -n +2 -q "$work/a.csv" "$work/b.csv" >>"$out/sim_$tag.csv"
+done
+python3 "$here/bench/scripts/sim_compare.py" --measured "$out/measured_$tag.csv" --sim "$out/sim_$tag.csv" \
+  --title "netcluster $hosts hosts x $per_host ranks at $rate"

@@ -1,0 +1,240 @@
+// coll-sim's engine (tools/sim): times that can be worked out by hand, the periodic shortcut
+// against the exact simulation, broken schedules named, and bad clusters refused.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "algorithms/catalog.h"
+#include "cluster_model.h"
+#include "rate.h"
+#include "sim_engine.h"
+
+namespace coll::sim {
+namespace {
+
+ClusterModel cluster(int hosts, int per_host, const char* link = "1gbit", Fabric fabric = {}) {
+  ClusterFlags f;
+  f.hosts = hosts;
+  f.per_host = per_host;
+  std::string why;
+  EXPECT_TRUE(parseRate(link, &f.link_wire_Bps, &why)) << why;
+  f.fabric = fabric;
+  ClusterModel m;
+  Status st = clusterFromFlags(f, &m);
+  EXPECT_TRUE(st) << st.message();
+  return m;
+}
+
+SimRequest request(algo::Collective c, const char* algorithm, size_t bytes) {
+  SimRequest q;
+  q.collective = c;
+  q.algorithm = algo::findAlgorithm(c, algorithm);
+  q.bytes = bytes;
+  return q;
+}
+
+SimResult run(const ClusterModel& m, const SimRequest& q) {
+  SimResult r;
+  Status st = simulate(m, q, &r);
+  EXPECT_TRUE(st) << st.message();
+  return r;
+}
+
+TEST(CollSim, OneMessageCostsSoftwareThenBytesThenAlpha) {
+  const ClusterModel m = cluster(2, 1);
+  SimRequest q = request(algo::Collective::broadcast, "direct", 8 << 20);
+  q.in_place = true;  // no local copy on the root
+  const SimResult r = run(m, q);
+  const double expect = m.perMessageSeconds() + (8 << 20) / m.topo.inter.beta_Bps + m.topo.inter.alpha_s;
+  EXPECT_NEAR(r.slowest_rank_s, expect, expect * 1e-9);
+  EXPECT_EQ(r.messages, 16u);  // 512 KiB slices
+  EXPECT_EQ(r.bytes_across_hosts, 8u << 20);
+}
+
+TEST(CollSim, RingAllreduceReachesTheLinkBoundAndNotBeyond) {
+  const ClusterModel m = cluster(4, 1);
+  const size_t bytes = size_t{64} << 20;
+  const SimResult r = run(m, request(algo::Collective::allreduce, "ring", bytes));
+  const double bound = 2.0 * 3 / 4 * bytes / m.topo.inter.beta_Bps;
+  EXPECT_GE(r.seconds, bound);
+  EXPECT_LE(r.seconds, bound * 1.03);
+}
+
+TEST(CollSim, ABurstPassesAtThePeakRate) {
+  Fabric f;
+  f.burst_bytes = 128 << 10;
+  const ClusterModel shaped = cluster(2, 1, "1gbit", f);
+  SimRequest q = request(algo::Collective::broadcast, "direct", 64 << 10);
+  q.in_place = true;
+  const SimResult r = run(shaped, q);
+  EXPECT_LT(r.slowest_rank_s, (64 << 10) / shaped.topo.inter.beta_Bps / 4);  // well under the shaped rate
+  EXPECT_GE(r.slowest_rank_s, shaped.topo.inter.alpha_s);
+}
+
+// Ring, direct and hierarchical repeat every leaf: the periodic run (one leaf's ranks) gives
+// the exact run's time, with a fraction of its steps. Direct's incast meets a FIFO link in an
+// order that depends on how simultaneous events are broken, hence a few percent apart.
+TEST(CollSim, PeriodicSimulationMatchesTheExactOne) {
+  Fabric f;
+  f.hosts_per_leaf = 2;
+  f.oversubscription = 2;
+  const ClusterModel m = cluster(8, 4, "100gbit", f);
+  for (const char* algorithm : {"ring", "direct", "hierarchical"})
+    for (size_t bytes : {size_t{4096}, size_t{65536}, size_t{4} << 20}) {
+      SimRequest q = request(algo::Collective::allreduce, algorithm, bytes);
+      const SimResult periodic = run(m, q);
+      q.exact = true;
+      const SimResult exact = run(m, q);
+      SCOPED_TRACE(std::string(algorithm) + " " + std::to_string(bytes) + " B");
+      EXPECT_EQ(periodic.simulated_ranks, 8);
+      EXPECT_EQ(exact.simulated_ranks, 32);
+      EXPECT_NEAR(periodic.seconds, exact.seconds, exact.seconds * (algorithm == std::string("direct") ? 0.03 : 1e-9));
+      EXPECT_EQ(periodic.messages, exact.messages);
+      EXPECT_EQ(periodic.bytes_across_hosts, exact.bytes_across_hosts);
+    }
+}
+
+TEST(CollSim, TreesAndRootsAreSimulatedExactly) {
+  const ClusterModel m = cluster(8, 4, "100gbit");
+  const SimResult tree = run(m, request(algo::Collective::allreduce, "tree", 1 << 20));
+  EXPECT_EQ(tree.simulated_ranks, 32);
+  EXPECT_NE(tree.how.find("exact"), std::string::npos) << tree.how;
+  const SimResult chain = run(m, request(algo::Collective::broadcast, "chain", 1 << 20));
+  EXPECT_EQ(chain.simulated_ranks, 32);
+}
+
+TEST(CollSim, BackToBackRunsAreTimedPerOp) {
+  const ClusterModel m = cluster(4, 1);
+  SimRequest q = request(algo::Collective::allreduce, "ring", 16 << 20);
+  const SimResult one = run(m, q);
+  q.iters = 4;
+  q.warmup = 1;
+  const SimResult four = run(m, q);
+  EXPECT_NEAR(four.seconds, one.seconds, one.seconds * 0.05);  // link-bound: each op as long as one alone
+}
+
+// Builders that break the schedules' rules, to prove the engine names what went wrong.
+algo::Schedule unmatchedSends(const algo::BuildParams& p) {
+  algo::Schedule s;
+  s.algorithm = "unmatched";
+  for (int i = 0; i < (p.rank == 0 ? 2 : 1); ++i)
+    s.steps.push_back({p.rank == 0 ? algo::StepKind::send : algo::StepKind::recv, algo::BufferId::output, 1 - p.rank, 0, 64});
+  return s;
+}
+
+algo::Schedule receiveBeforeSending(const algo::BuildParams& p) {
+  algo::Schedule s;
+  s.algorithm = "deadlock";
+  s.steps.push_back({algo::StepKind::recv, algo::BufferId::output, 1 - p.rank, 0, 64});
+  algo::Step send{algo::StepKind::send, algo::BufferId::output, 1 - p.rank, 64, 64};
+  send.deps = {0};
+  s.steps.push_back(send);
+  return s;
+}
+
+TEST(CollSim, BrokenSchedulesAreNamed) {
+  const ClusterModel m = cluster(2, 1);
+  const algo::AlgorithmInfo unmatched{algo::Collective::allreduce, "unmatched", unmatchedSends};
+  const algo::AlgorithmInfo deadlock{algo::Collective::allreduce, "deadlock", receiveBeforeSending};
+  SimRequest q = request(algo::Collective::allreduce, "ring", 64);
+  SimResult r;
+  q.algorithm = &unmatched;
+  Status st = simulate(m, q, &r);
+  EXPECT_EQ(st.code(), ErrorCode::Internal);
+  EXPECT_NE(st.message().find("2 sends but 1 receives"), std::string::npos) << st.message();
+  q.algorithm = &deadlock;
+  st = simulate(m, q, &r);
+  EXPECT_EQ(st.code(), ErrorCode::Internal);
+  EXPECT_NE(st.message().find("deadlock"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("rank 0 waits in step 0"), std::string::npos) << st.message();
+}
+
+TEST(CollSim, WhatCannotFitIsRefusedWithTheEstimate) {
+  const ClusterModel m = cluster(512, 8, "100gbit");
+  SimRequest q = request(algo::Collective::allreduce, "rd", size_t{256} << 20);
+  q.max_memory_bytes = 64 << 20;
+  SimResult r;
+  const Status st = simulate(m, q, &r);
+  EXPECT_EQ(st.code(), ErrorCode::Unsupported);
+  EXPECT_NE(st.message().find("beyond the memory limit"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("million steps"), std::string::npos) << st.message();
+}
+
+TEST(CollSimInput, RatesInTcSyntax) {
+  double bps = 0;
+  std::string why;
+  ASSERT_TRUE(parseRate("1gbit", &bps, &why));
+  EXPECT_DOUBLE_EQ(bps, 125e6);
+  ASSERT_TRUE(parseRate("500mbit", &bps, &why));
+  EXPECT_DOUBLE_EQ(bps, 62.5e6);
+  ASSERT_TRUE(parseRate("2gbps", &bps, &why));
+  EXPECT_DOUBLE_EQ(bps, 2e9);
+  EXPECT_FALSE(parseRate("0gbit", &bps, &why));
+  EXPECT_NE(why.find("greater than zero"), std::string::npos) << why;
+  EXPECT_FALSE(parseRate("10qbit", &bps, &why));
+  EXPECT_NE(why.find("unknown unit"), std::string::npos) << why;
+  EXPECT_FALSE(parseRate("fast", &bps, &why));
+}
+
+TEST(CollSimInput, ClusterFlagsAreChecked) {
+  ClusterFlags f;
+  f.per_host = 2;
+  f.ranks = 7;
+  ClusterModel m;
+  Status st = clusterFromFlags(f, &m);
+  EXPECT_FALSE(st);
+  EXPECT_NE(st.message().find("must divide"), std::string::npos) << st.message();
+  f = {};
+  f.fabric.oversubscription = 0.5;
+  st = clusterFromFlags(f, &m);
+  EXPECT_NE(st.message().find("fabric.oversubscription must be >= 1"), std::string::npos) << st.message();
+}
+
+std::string writeFile(const std::string& text) {
+  char path[] = "/tmp/coll-sim-test-XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(CollSimInput, TopologyFilesAreCheckedFieldByField) {
+  const std::string head = R"({"format": "coll-topology-1", "nranks": 4, "hosts": [{"ranks": [0, 1]}, {"ranks": [2, 3]}],)";
+  const std::string links = R"("links": {"intra_host": {"alpha_us": 2, "beta_GBps": 10}, "inter_host": {"alpha_us": 20, "beta_GBps": 0.12}},)";
+  const std::string reduce = R"("reduce": {"gamma_GBps": 15})";
+  struct Case {
+    std::string text, expect;
+  } cases[] = {
+      {head + links + reduce + "}", ""},
+      {head + R"("links": {"intra_host": {"alpha_us": 2, "beta_GBps": 10}, "inter_host": {"alpha_us": 20, "beta_GBps": 0}},)" + reduce + "}",
+       "links.inter_host needs alpha_us >= 0 and beta_GBps > 0"},
+      {R"({"format": "coll-topology-1", "nranks": 5, "hosts": [{"ranks": [0, 1]}, {"ranks": [2, 3]}],)" + links + reduce + "}",
+       "rank 4 is on no host"},
+      {head + links + reduce + R"(, "fabric": {"hosts_per_leaf": 1.5})" + "}", "fabric.hosts_per_leaf must be an integer"},
+      {head + links + reduce + R"(, "fabric": {"oversubscription": 0})" + "}", "fabric.oversubscription must be >= 1"},
+      {head + links + reduce + R"(, "fabric": {"nics_per_host": 0})" + "}", "fabric.nics_per_host must be >= 1"},
+      {head + links + reduce + R"(, "fabric": [1])" + "}", "\"fabric\" must be an object"},
+      {head + links, "offset"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = writeFile(c.text);
+    ClusterModel m;
+    const Status st = clusterFromFile(path, {}, {}, &m);
+    std::remove(path.c_str());
+    if (c.expect.empty()) {
+      EXPECT_TRUE(st) << st.message();
+      EXPECT_EQ(m.host_of[3], 1);
+      continue;
+    }
+    EXPECT_FALSE(st) << c.text;
+    EXPECT_NE(st.message().find(c.expect), std::string::npos) << st.message();
+  }
+}
+
+}  // namespace
+}  // namespace coll::sim

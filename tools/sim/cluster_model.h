@@ -1,0 +1,74 @@
+// The modelled cluster coll-sim runs schedules on: coll's own Topology (the layout, the α-β of
+// each link class and the reduction γ, exactly what the selector reads) plus the fabric the
+// Topology does not describe: NICs per host, leaf switches and how oversubscribed their uplinks
+// are, and the memory bandwidth the ranks of one host share.
+//
+// The network, as coll-sim moves bytes over it (sim_network.h):
+//   rank --(NIC out)--> [leaf uplink --spine--> leaf downlink] --(NIC in)--> rank
+// across hosts, where the bracket is crossed only between hosts under different leaves (the
+// spine itself never blocks; oversubscription sits in the leaf uplinks), and
+//   rank --(the receiver's copy at intra β)--[host memory]--> rank
+// inside a host.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "topology/topology.h"
+
+namespace coll::sim {
+
+struct Fabric {
+  int nics_per_host = 1;         // local rank i of a host uses NIC i mod nics_per_host
+  int hosts_per_leaf = 0;        // hosts under one leaf switch; 0: one switch joins them all
+  double oversubscription = 1;   // a leaf's host-facing capacity over its spine-facing capacity
+  double host_memory_Bps = 0;    // what all copies inside one host share; 0: no limit but each rank's β
+  double per_message_s = -1;     // sender's software cost per message; < 0: intra α / 4 (cost_model.cc)
+  double burst_bytes = 0;        // NICs shaped by a token bucket of this many bytes (netcluster's tbf); 0: none
+};
+
+struct ClusterModel {
+  topology::Topology topo;
+  Fabric fabric;
+  std::vector<int> host_of;   // per rank
+  std::vector<int> local_of;  // per rank: its index among its host's ranks
+
+  int numHosts() const { return topo.numHosts(); }
+  int leafOf(int host) const { return fabric.hosts_per_leaf > 0 ? host / fabric.hosts_per_leaf : 0; }
+  int numLeaves() const;
+  // What one leaf's uplink (and downlink) to the spine carries each way.
+  double leafUplinkBps() const;
+  double perMessageSeconds() const;
+  std::string describe() const;
+};
+
+// The flags' cluster: `hosts` hosts of `per_host` ranks, numbered host by host (as every
+// launcher here places them), each host with the given NIC rate (bytes/s on the wire; the
+// payload rate is wire × goodput) and the documented default α and intra-host β (topology.cc).
+struct ClusterFlags {
+  int hosts = 1;
+  int per_host = 1;
+  int ranks = 0;                 // 0: hosts × per_host; else per_host must divide it
+  double link_wire_Bps = 0.125e9;  // 1gbit
+  double goodput = 1448.0 / 1514; // TCP payload per MTU-1500 Ethernet frame: iperf3 at tc's 1gbit gives 0.1195 GB/s
+  double inter_alpha_s = -1;     // < 0: the default (topology.cc)
+  double intra_alpha_s = -1;
+  double intra_beta_Bps = -1;
+  double gamma_Bps = -1;
+  double loaded_step_s = 0;
+  Fabric fabric;
+};
+
+// InvalidArgument naming the flag and the reason.
+Status clusterFromFlags(const ClusterFlags& flags, ClusterModel* out);
+// A coll-topology-1 file (coll-topo --json, COLL_TOPO_DUMP_FILE), with an optional "fabric"
+// object: {"nics_per_host", "hosts_per_leaf", "oversubscription", "host_memory_GBps",
+// "per_message_us", "burst_bytes"}; `given` holds fabric fields set on the command line, which
+// win over the file's. InvalidArgument naming the field and the reason.
+Status clusterFromFile(const std::string& path, const Fabric& flags, const std::vector<std::string>& given,
+                       ClusterModel* out);
+// Checks the fabric and fills host_of / local_of from topo.
+Status finishCluster(ClusterModel* m);
+
+}  // namespace coll::sim

@@ -1,0 +1,90 @@
+#include "sim_network.h"
+
+#include <algorithm>
+
+namespace coll::sim {
+
+double Network::Link::sendTime(double begin, double bytes, double peak_Bps) {
+  if (burst <= 0) return bytes / Bps;
+  tokens = std::min(burst, tokens + (begin - tokens_at) * Bps);
+  double seconds = 0;
+  if (bytes <= tokens) {
+    seconds = bytes / peak_Bps;
+    tokens -= bytes;
+  } else {
+    seconds = std::max(bytes / peak_Bps, (bytes - tokens) / Bps);
+    tokens = 0;
+  }
+  tokens_at = begin + seconds;
+  return seconds;
+}
+
+Network::Network(const ClusterModel& m, int period) : m_(m), period_(period), peak_Bps_(m.topo.intra.beta_Bps) {
+  const size_t hosts = static_cast<size_t>(m.numHosts());
+  const size_t nics = hosts * static_cast<size_t>(m.fabric.nics_per_host);
+  const double burst = m.fabric.burst_bytes;
+  nic_out_.assign(nics, Link{0, m.topo.inter.beta_Bps, burst, burst, 0});
+  nic_in_ = nic_out_;
+  const bool spine = m.fabric.hosts_per_leaf > 0 && m.numLeaves() > 1;
+  leaf_up_.assign(spine ? static_cast<size_t>(m.numLeaves()) : 0, Link{0, m.leafUplinkBps(), 0, 0, 0});
+  const int per_leaf = m.topo.maxRanksPerHost() * std::max(1, m.fabric.hosts_per_leaf);
+  period_leaves_ = spine ? std::max(1, (period + per_leaf - 1) / per_leaf) : 1;
+  leaf_down_ = leaf_up_;
+  host_memory_.assign(hosts, Link{0, m.fabric.host_memory_Bps, 0, 0, 0});
+  worker_free_.assign(static_cast<size_t>(m.topo.nranks), 0);
+}
+
+int Network::nic(int rank) const {
+  const size_t r = static_cast<size_t>(rank % period_);
+  return m_.host_of[r] * m_.fabric.nics_per_host + m_.local_of[r] % m_.fabric.nics_per_host;
+}
+
+// Where the probe's loaded step (one step with every rank sending, topology.h) exceeds a link
+// class's idle α, ranks share cores and a message waits for its receiver to be scheduled: it
+// then arrives a loaded step after it was sent, as the cost model charges a busy step
+// (cost_model.cc, stepAny).
+double Network::alpha(int src, int dst) const {
+  return std::max(sameHost(src, dst) ? m_.topo.intra.alpha_s : m_.topo.inter.alpha_s, m_.topo.loaded_step_s);
+}
+
+double Network::compute(int rank, double start, double seconds) {
+  double& free_at = worker_free_[static_cast<size_t>(rank % period_)];
+  free_at = std::max(free_at, start) + seconds;
+  return free_at;
+}
+
+double Network::transfer(int src, int dst, double start, double bytes) {
+  if (sameHost(src, dst)) {
+    // Shared memory: the receiver copies at intra β, and all copies of the host share its
+    // memory bandwidth where one is given. The copy occupies the receiver's progress thread.
+    double end = compute(dst, start, bytes / m_.topo.intra.beta_Bps);
+    Link& mem = host_memory_[static_cast<size_t>(m_.host_of[static_cast<size_t>(dst % period_)])];
+    if (mem.Bps > 0) {
+      mem.free_at = std::max({mem.free_at, start}) + bytes / mem.Bps;
+      end = std::max(end, mem.free_at);
+    }
+    return end;
+  }
+  Link* path[4];
+  int hops = 0;
+  path[hops++] = &nic_out_[static_cast<size_t>(nic(src))];
+  if (!leaf_up_.empty()) {
+    const int ls = m_.leafOf(m_.host_of[static_cast<size_t>(src)]);
+    const int ld = m_.leafOf(m_.host_of[static_cast<size_t>(dst)]);
+    if (ls != ld) {
+      path[hops++] = &leaf_up_[static_cast<size_t>(ls % period_leaves_)];
+      path[hops++] = &leaf_down_[static_cast<size_t>(ld % period_leaves_)];
+    }
+  }
+  path[hops++] = &nic_in_[static_cast<size_t>(nic(dst))];
+  double begin = start, end = start;
+  for (int i = 0; i < hops; ++i) {
+    Link& l = *path[i];
+    begin = std::max(begin, l.free_at);
+    end = std::max(begin + l.sendTime(begin, bytes, peak_Bps_), end);
+    l.free_at = end;
+  }
+  return end;
+}
+
+}  // namespace coll::sim

@@ -1,0 +1,62 @@
+// How coll-sim moves one message's bytes: a path of links, each a first-come-first-served
+// server of whole messages at its capacity, crossed cut-through (a message starts on a link
+// once it started on the one before and the link is free, and cannot finish before it finished
+// there).
+//
+// Why not max-min fair sharing: a fair share changes every time a flow starts or ends, and at
+// 16,384 ranks tens of thousands of flows share the spine, which makes each event cost as
+// much as the flows on its links. coll's algorithms cut large transfers into slices (at most
+// COLL_SLICE_BYTES per message), so competing flows on a FIFO link interleave slice by slice,
+// which is an equal share at the grain of a slice; the total a link carries per second, which
+// bounds bandwidth-bound collectives, is the same under either rule. Messages are booked on
+// their links when their send is posted, in simulated-time order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cluster_model.h"
+
+namespace coll::sim {
+
+class Network {
+ public:
+  // period: the ranks simulated (symmetry.h); a message to rank p uses the links of p's image
+  // p mod period, and crosses hosts and leaves as the real ranks do. m.topo.nranks: exact.
+  Network(const ClusterModel& m, int period);
+
+  // When the last byte of a message of `bytes` from rank `src` to rank `dst`, whose send is
+  // posted at `start`, has crossed every link of its path (its arrival adds the link class's α).
+  double transfer(int src, int dst, double start, double bytes);
+  // The seconds a rank's progress thread is busy from `start` (reductions, local copies, its
+  // share of shared-memory copies); returns when it is done.
+  double compute(int rank, double start, double seconds);
+  // The α a message from src to dst pays on top of its transfer.
+  double alpha(int src, int dst) const;
+  bool sameHost(int a, int b) const { return m_.host_of[static_cast<size_t>(a)] == m_.host_of[static_cast<size_t>(b)]; }
+
+ private:
+  // A FIFO server at Bps; with a burst, a token bucket as tc's tbf shapes a link: a message
+  // that finds enough tokens passes at the unshaped peak rate, the rest of it waits for them.
+  struct Link {
+    double free_at = 0;
+    double Bps = 0;
+    double burst = 0;        // bytes; 0: no bucket
+    double tokens = 0;       // as of tokens_at
+    double tokens_at = 0;
+    // Seconds to send `bytes` starting at `begin` (>= free_at); takes tokens.
+    double sendTime(double begin, double bytes, double peak_Bps);
+  };
+  int nic(int rank) const;
+  double peak_Bps_;                      // what a shaped link passes a burst at (intra β)
+
+  const ClusterModel& m_;
+  int period_;
+  int period_leaves_;                    // leaves among the simulated ranks
+  std::vector<Link> nic_out_, nic_in_;   // per host and NIC
+  std::vector<Link> leaf_up_, leaf_down_;
+  std::vector<Link> host_memory_;
+  std::vector<double> worker_free_;      // per rank
+};
+
+}  // namespace coll::sim
