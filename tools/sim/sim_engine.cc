@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <limits>
 #include <queue>
-#include <thread>
 
 #include "base/log.h"
+#include "schedule_feed.h"
 #include "sim_network.h"
 #include "symmetry.h"
 
@@ -44,6 +44,7 @@ struct Rec {
 // One record past the last closes the last step's successor list.
 struct Steps {
   std::vector<uint32_t> first;   // per rank, and one past the last
+  std::vector<uint32_t> run_length;  // per rank: steps in one run of its schedule (its join follows)
   std::vector<Rec> rec;
   std::vector<uint32_t> succ;
 
@@ -85,7 +86,8 @@ class Loader {
   }
 
   // Appends `copies` back-to-back runs of a rank's schedule, each followed by a join step that
-  // waits for all of it and that the next run's first steps wait for: the ops of a
+  // waits for all of it (the runner counts the run's steps down rather than giving every step
+  // an edge to it) and that the next run's first steps wait for: the ops of a
   // communicator run one after another on each rank, as a benchmark loop issues them.
   void reserveMessages(size_t n) {
     sends_.reserve(n);
@@ -97,6 +99,7 @@ class Loader {
     if (s_.size() + (L + 1) * static_cast<size_t>(copies) >= kNone)
       return invalidArgument("more than 4 billion steps: too large to simulate");
     s_.first.push_back(static_cast<uint32_t>(s_.size()));
+    s_.run_length.push_back(static_cast<uint32_t>(L));
     std::vector<uint32_t> succ_count(L, 0), roots;
     for (size_t i = 0; i < L; ++i) {
       for (uint32_t d : sched.steps[i].deps) ++succ_count[d];
@@ -109,18 +112,17 @@ class Loader {
       uint32_t at = static_cast<uint32_t>(s_.succ.size());
       for (size_t i = 0; i < L; ++i) {
         fill[i] = at;
-        at += succ_count[i] + 1;
+        at += succ_count[i];
       }
       s_.succ.resize(at);
       for (size_t i = 0; i < L; ++i) {
         const algo::Step& st = sched.steps[i];
         for (uint32_t d : st.deps) s_.succ[fill[d]++] = base + static_cast<uint32_t>(i);
         const uint32_t succ_first = fill[i];  // its successors come later: none filled yet
-        s_.succ[fill[i]++] = join;
         COLL_RETURN_IF_ERROR(addStep(rank, base + static_cast<uint32_t>(i), st, succ_first));
         if (k > 0 && st.deps.empty()) ++s_.rec.back().pending;  // the previous run's join
       }
-      addJoin(rank, static_cast<uint32_t>(L), k + 1 < copies ? roots : std::vector<uint32_t>{}, join + 1);
+      addJoin(rank, L == 0 ? 0 : 1, k + 1 < copies ? roots : std::vector<uint32_t>{}, join + 1);
     }
     for (int p : touched_) last_send_[static_cast<size_t>(p)] = kNone, sends_to_[static_cast<size_t>(p)] = 0,
                            recvs_from_[static_cast<size_t>(p)] = 0;
@@ -220,15 +222,18 @@ class Runner {
  public:
   Runner(const ClusterModel& m, Steps& s, int warmup, int period)
       : m_(m), s_(s), net_(m, period), warmup_(warmup), finish_(static_cast<size_t>(period), 0),
-        timed_from_(finish_), joins_(finish_.size(), 0) {}
+        timed_from_(finish_), joins_(finish_.size(), 0), left_(s.run_length), join_(finish_.size()) {
+    for (size_t r = 0; r < join_.size(); ++r) join_[r] = s.first[r] + s.run_length[r];
+  }
 
   Status run(SimResult* out) {
     for (uint32_t g = 0; g < s_.size(); ++g)
       if (s_.rec[g].pending == 0) ready(g, 0);
-    uint64_t done = 0;
     while (!events_.empty()) {
       const Event e = events_.top();
       events_.pop();
+      // The records are spread over gigabytes at scale: start fetching the next one now.
+      if (!events_.empty()) __builtin_prefetch(&s_.rec[events_.top().step]);
       if (e.kind == EventKind::reduce) {
         push(e.step, net_.compute(s_.rankOf(e.step), e.t, s_.rec[e.step].bytes / m_.topo.gamma_Bps));
         continue;
@@ -238,9 +243,8 @@ class Runner {
         continue;
       }
       complete(e.step, e.t);
-      ++done;
     }
-    if (done != s_.size()) return stuck(done);
+    if (done_ != s_.size()) return stuck(done_);
     out->steps = s_.size();
     const double iters = std::max(1, joins_[0] - warmup_);
     double sum = 0, most = 0;
@@ -259,10 +263,15 @@ class Runner {
  private:
   void complete(uint32_t g, double t) {
     s_.rec[g].flags |= kDone;
+    ++done_;
     const size_t r = static_cast<size_t>(s_.rankOf(g));
     if (s_.rec[g].kind == kJoin) {
       finish_[r] = t;
       if (++joins_[r] == warmup_) timed_from_[r] = t;
+      join_[r] += s_.run_length[r] + 1;
+      left_[r] = s_.run_length[r];
+    } else if (--left_[r] == 0) {
+      complete(join_[r], t);
     }
     for (uint32_t i = s_.rec[g].succ_first; i < s_.rec[g + 1].succ_first; ++i)
       if (--s_.rec[s_.succ[i]].pending == 0) ready(s_.succ[i], t);
@@ -344,36 +353,11 @@ class Runner {
   const int warmup_;
   std::vector<double> finish_, timed_from_;  // per rank: its last join; the end of its warm-up runs
   std::vector<int> joins_;
+  std::vector<uint32_t> left_, join_;  // per rank: steps of its current run not done; that run's join
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-  uint64_t messages_ = 0, across_ = 0;
+  uint64_t messages_ = 0, across_ = 0, done_ = 0;
   const bool trace_ = std::getenv("COLL_SIM_TRACE") != nullptr;  // every message, for debugging a model
 };
-
-// Builds ranks 0..period-1's schedules, two threads at a time in batches (the builders'
-// hazard tracking is most of a large simulation's set-up), and hands them to `take` in rank order.
-template <class Take>
-Status buildAll(const ClusterModel& m, const SimRequest& q, int period, Take take) {
-  constexpr int kBatch = 128;
-  std::vector<algo::Schedule> batch(kBatch);
-  for (int first = 0; first < period; first += kBatch) {
-    const int count = std::min(kBatch, period - first);
-    auto build = [&](int from, int step) {
-      for (int i = from; i < count; i += step) batch[static_cast<size_t>(i)] = q.algorithm->build(buildParamsFor(m, q, first + i));
-    };
-    if (count > 8) {
-      std::thread helper(build, 1, 2);
-      build(0, 2);
-      helper.join();
-    } else {
-      build(0, 1);
-    }
-    for (int i = 0; i < count; ++i) {
-      COLL_RETURN_IF_ERROR(take(first + i, batch[static_cast<size_t>(i)]));
-      batch[static_cast<size_t>(i)] = algo::Schedule{};
-    }
-  }
-  return Status::ok();
-}
 
 }  // namespace
 
@@ -389,30 +373,36 @@ Status simulate(const ClusterModel& m, const SimRequest& q, SimResult* out) {
   Steps steps;
   size_t sends = 0;
   {
-    // Rank 0's schedule stands for the others' size: refuse before allocating what cannot fit,
-    // and reserve the rest at once (a doubling vector would need half as much again).
-    const algo::Schedule first = q.algorithm->build(buildParamsFor(m, q, 0));
-    size_t deps = 0;
-    for (const algo::Step& st : first.steps) {
-      deps += st.deps.size();
-      sends += st.kind == algo::StepKind::send;
+    // A few ranks' schedules stand for the others' size: refuse before allocating what cannot
+    // fit, and reserve the rest at once (a doubling vector would need half as much again).
+    size_t most_steps = 0, deps = 0;
+    for (int r : {0, 1, period / 2, period - 1}) {
+      if (r >= period) continue;
+      const algo::Schedule one = q.algorithm->build(buildParamsFor(m, q, r));
+      size_t d = 0, sent = 0;
+      for (const algo::Step& st : one.steps) {
+        d += st.deps.size();
+        sent += st.kind == algo::StepKind::send;
+      }
+      most_steps = std::max(most_steps, one.steps.size());
+      deps = std::max(deps, d);
+      sends = std::max(sends, sent);
     }
-    const double per_rank = static_cast<double>(first.steps.size() + 1) * runs;
-    const double total = per_rank * period;
-    const double need = total * kBytesPerStep + static_cast<double>(deps + first.steps.size()) * runs * period * 4;
+    const double total = static_cast<double>(most_steps + 1) * runs * period;
+    const double need = total * kBytesPerStep + static_cast<double>(deps) * runs * period * 4;
     if (need > static_cast<double>(q.max_memory_bytes))
       return unsupportedError(format("%s %s of %zu B on %d ranks: %.0f million steps to simulate (%s), about %.1f GiB, "
                                     "beyond the memory limit of %.1f GiB (--max-memory)",
                                     algo::toString(q.collective), q.algorithm->name, q.bytes, m.topo.nranks,
                                     total / 1e6, how.c_str(), need / (1 << 30),
                                     static_cast<double>(q.max_memory_bytes) / (1 << 30)));
-    steps.reserve(static_cast<size_t>(total * 1.02) + 64,
-                  static_cast<size_t>((deps + first.steps.size()) * 1.02 * runs * period) + 64);
+    steps.reserve(static_cast<size_t>(total * 1.02) + 64, static_cast<size_t>(deps * 1.02 * runs * period) + 64);
   }
   const auto t0 = std::chrono::steady_clock::now();
   Loader loader(m, &steps, period);
   loader.reserveMessages(static_cast<size_t>(sends * 1.02 * runs * period) + 64);
-  COLL_RETURN_IF_ERROR(buildAll(m, q, period, [&](int r, const algo::Schedule& sched) { return loader.add(r, sched, runs); }));
+  COLL_RETURN_IF_ERROR(
+      buildInOrder(m, q, period, [&](int r, const algo::Schedule& sched) { return loader.add(r, sched, runs); }));
   COLL_RETURN_IF_ERROR(loader.pair());
   SimResult result;
   result.memory_bytes = steps.memory();
