@@ -205,12 +205,13 @@ class Loader {
   std::vector<End> sends_, recvs_;
 };
 
-// A step completes at t; or (reduce) a recvReduce's message is there and the step ready at t,
-// so its reduction starts on the rank's progress thread as soon as that is free; or (transfer)
+// A step completes at t; or (work) a receive's message is there and the step ready at t, so
+// what it costs the receiver (a reduction, a copy out of shared memory) starts on the rank's
+// progress thread as soon as that is free; or (transfer)
 // a send's software cost is paid and its bytes enter the network. Threads and links are booked
 // when the work can start, in simulated-time order: booking them ahead (when a send is posted,
 // or a message posted) would queue other ranks' earlier work behind it.
-enum class EventKind : uint8_t { complete, reduce, transfer };
+enum class EventKind : uint8_t { complete, work, transfer };
 struct Event {
   double t;
   uint32_t step;
@@ -234,8 +235,13 @@ class Runner {
       events_.pop();
       // The records are spread over gigabytes at scale: start fetching the next one now.
       if (!events_.empty()) __builtin_prefetch(&s_.rec[events_.top().step]);
-      if (e.kind == EventKind::reduce) {
-        push(e.step, net_.compute(s_.rankOf(e.step), e.t, s_.rec[e.step].bytes / m_.topo.gamma_Bps));
+      if (e.kind == EventKind::work) {
+        const Rec& x = s_.rec[e.step];
+        const double end = net_.receiveWork(x.rank, x.peer, e.t, x.bytes, x.kind == uint8_t(StepKind::recvReduce));
+        if (trace_)
+          std::fprintf(stderr, "recv %9.2f us  rank %d  step %u  done %9.2f us\n", e.t * 1e6, s_.rankOf(e.step),
+                       e.step - s_.first[static_cast<size_t>(s_.rankOf(e.step))], end * 1e6);
+        push(e.step, end);
         continue;
       }
       if (e.kind == EventKind::transfer) {
@@ -329,8 +335,9 @@ class Runner {
 
   void receive(uint32_t g) {
     const double t = std::max(s_.rec[g].ready_at, s_.rec[g].arrives_at);
-    const bool reduces = static_cast<StepKind>(s_.rec[g].kind) == StepKind::recvReduce;
-    events_.push({t, g, reduces ? EventKind::reduce : EventKind::complete});
+    const Rec& x = s_.rec[g];
+    const bool work = x.kind == uint8_t(StepKind::recvReduce) || net_.sameHost(x.rank, x.peer);
+    events_.push({t, g, work ? EventKind::work : EventKind::complete});
   }
 
   void push(uint32_t g, double t) { events_.push({t, g, EventKind::complete}); }

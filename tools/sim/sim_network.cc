@@ -47,6 +47,19 @@ double Network::alpha(int src, int dst) const {
   return std::max(sameHost(src, dst) ? m_.topo.intra.alpha_s : m_.topo.inter.alpha_s, m_.topo.loaded_step_s);
 }
 
+double Network::receiveWork(int rank, int from, double start, double bytes, bool reduces) {
+  if (!sameHost(rank, from)) return reduces ? compute(rank, start, bytes / m_.topo.gamma_Bps) : start;
+  // Out of the sender's memory: a plain receive copies at intra β, a recvReduce reduces
+  // straight from it at γ; all copies of one host share its memory bandwidth where one is given.
+  double end = compute(rank, start, bytes / (reduces ? m_.topo.gamma_Bps : m_.topo.intra.beta_Bps));
+  Link& mem = host_memory_[static_cast<size_t>(m_.host_of[static_cast<size_t>(rank % period_)])];
+  if (mem.Bps > 0) {
+    mem.free_at = std::max(mem.free_at, start) + bytes / mem.Bps;
+    end = std::max(end, mem.free_at);
+  }
+  return end;
+}
+
 double Network::compute(int rank, double start, double seconds) {
   double& free_at = worker_free_[static_cast<size_t>(rank % period_)];
   free_at = std::max(free_at, start) + seconds;
@@ -54,17 +67,9 @@ double Network::compute(int rank, double start, double seconds) {
 }
 
 double Network::transfer(int src, int dst, double start, double bytes) {
-  if (sameHost(src, dst)) {
-    // Shared memory: the receiver copies at intra β, and all copies of the host share its
-    // memory bandwidth where one is given. The copy occupies the receiver's progress thread.
-    double end = compute(dst, start, bytes / m_.topo.intra.beta_Bps);
-    Link& mem = host_memory_[static_cast<size_t>(m_.host_of[static_cast<size_t>(dst % period_)])];
-    if (mem.Bps > 0) {
-      mem.free_at = std::max({mem.free_at, start}) + bytes / mem.Bps;
-      end = std::max(end, mem.free_at);
-    }
-    return end;
-  }
+  // Shared memory: nothing crosses a link; the receiver reads the sender's memory when its
+  // receive runs (receiveWork), as a single-copy transport does.
+  if (sameHost(src, dst)) return start;
   Link* path[4];
   int hops = 0;
   path[hops++] = &nic_out_[static_cast<size_t>(nic(src))];

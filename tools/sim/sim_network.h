@@ -26,10 +26,15 @@ class Network {
   Network(const ClusterModel& m, int period);
 
   // When the last byte of a message of `bytes` from rank `src` to rank `dst`, whose send is
-  // posted at `start`, has crossed every link of its path (its arrival adds the link class's α).
+  // posted at `start`, has crossed every link of its path (its arrival adds the link class's α);
+  // `start` inside a host, where the receiver does the copy (receiveWork).
   double transfer(int src, int dst, double start, double bytes);
-  // The seconds a rank's progress thread is busy from `start` (reductions, local copies, its
-  // share of shared-memory copies); returns when it is done.
+  // A receive from `from` whose message is there and whose deps are done at `start`: what the
+  // receiver's progress thread does with it (reduce it; copy it out of the sender's memory
+  // inside a host); returns when it is done.
+  double receiveWork(int rank, int from, double start, double bytes, bool reduces);
+  // The seconds a rank's progress thread is busy from `start` (reductions, local copies);
+  // returns when it is done.
   double compute(int rank, double start, double seconds);
   // The α a message from src to dst pays on top of its transfer.
   double alpha(int src, int dst) const;
