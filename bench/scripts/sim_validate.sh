@@ -5,10 +5,11 @@
 # bucket (tbf, 128 KB burst); bench/scripts/sim_compare.py prints both side by side and counts
 # the points within 15% and the sizes where both name the same fastest algorithm.
 # usage: bench/scripts/sim_validate.sh [--build DIR] [--hosts 4] [--per-host 1] [--rate 1gbit]
-#            [--out DIR] [--small "8 ... 1M"] [--large "4M 16M 64M 256M"]
+#            [--out DIR] [--small "8 ... 1M"] [--large "4M 16M 64M 256M"] [--sim-only]
+# --sim-only: no measurement; simulate again against the CSV and topology already in --out.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-build=$here/build hosts=4 per_host=1 rate=1gbit out=""
+build=$here/build hosts=4 per_host=1 rate=1gbit out="" sim_only=0
 small="8 32 128 512 2K 8K 32K 128K 512K" large="2M 8M 32M 128M 256M"
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -19,6 +20,7 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --small) small=$2; shift 2 ;;
     --large) large=$2; shift 2 ;;
+    --sim-only) sim_only=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -27,9 +29,8 @@ prefix=simv subnet=10.214.21 port=30100 world=$((hosts * per_host))
 work=$(mktemp -d /tmp/coll-simv.XXXXXX)
 out=${out:-$work/result}
 mkdir -p "$out"
-cleanup() { "$NC" down --prefix $prefix >/dev/null 2>&1 || true; rm -rf "$work"; }
+cleanup() { (( sim_only )) || "$NC" down --prefix $prefix >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
-"$NC" up "$hosts" --rate "$rate" --prefix $prefix --subnet $subnet >/dev/null
 tag="${hosts}x${per_host}_$rate"
 
 # Large messages take seconds at 1 Gbit/s: fewer iterations there.
@@ -53,14 +54,18 @@ run() { # program collective algo size -> "size time_us" (out-of-place), appende
 
 allreduce_algos="ring direct tree rhd rd"
 (( per_host > 1 )) && allreduce_algos+=" hierarchical"
-echo "collective,algorithm,bytes,measured_us" >"$out/measured_$tag.csv"
-for size in $small $large; do
-  for a in $allreduce_algos; do run all_reduce_perf allreduce "$a" "$size"; done
-  for a in chain direct binomial; do run broadcast_perf broadcast "$a" "$size"; done
-  echo "$tag: $size done" >&2
-done
+if (( ! sim_only )); then
+  "$NC" up "$hosts" --rate "$rate" --prefix $prefix --subnet $subnet >/dev/null
+  echo "collective,algorithm,bytes,measured_us" >"$out/measured_$tag.csv"
+  for size in $small $large; do
+    for a in $allreduce_algos; do run all_reduce_perf allreduce "$a" "$size"; done
+    for a in chain direct binomial; do run broadcast_perf broadcast "$a" "$size"; done
+    echo "$tag: $size done" >&2
+  done
+fi
 
-sim="$build/bin/coll-sim --topology $out/topology_$tag.json --burst 128K --algo all"
+# The link at the rate netcluster shapes it to (the probe's β runs a few percent high).
+sim="$build/bin/coll-sim --topology $out/topology_$tag.json --link $rate --burst 128K --algo all -n 5 -w 2"
 rm -f "$out/sim_$tag.csv"
 for s in $small $large; do
   $sim -c allreduce -b "$s" -e "$s" --csv "$work/a.csv" >/dev/null

@@ -224,7 +224,7 @@ TEST(CollSimInput, TopologyFilesAreCheckedFieldByField) {
   for (const Case& c : cases) {
     const std::string path = writeFile(c.text);
     ClusterModel m;
-    const Status st = clusterFromFile(path, {}, {}, &m);
+    const Status st = clusterFromFile(path, ClusterFlags{}, {}, &m);
     std::remove(path.c_str());
     if (c.expect.empty()) {
       EXPECT_TRUE(st) << st.message();

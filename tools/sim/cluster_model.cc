@@ -21,6 +21,8 @@ Status checkFabric(const Fabric& f, int hosts) {
     return invalidArgument("fabric.host_memory_GBps must be >= 0 (0: no shared limit)");
   if (!std::isfinite(f.per_message_s)) return invalidArgument("fabric.per_message_us must be a number");
   if (!(f.burst_bytes >= 0) || !std::isfinite(f.burst_bytes)) return invalidArgument("fabric.burst_bytes must be >= 0");
+  if (!(f.send_buffer_bytes >= 0) || !std::isfinite(f.send_buffer_bytes))
+    return invalidArgument("fabric.send_buffer_bytes must be >= 0");
   (void)hosts;
   return Status::ok();
 }
@@ -105,8 +107,9 @@ Status clusterFromFlags(const ClusterFlags& f, ClusterModel* out) {
   return Status::ok();
 }
 
-Status clusterFromFile(const std::string& path, const Fabric& flags, const std::vector<std::string>& given,
+Status clusterFromFile(const std::string& path, const ClusterFlags& cluster_flags, const std::vector<std::string>& given,
                        ClusterModel* out) {
+  const Fabric& flags = cluster_flags.fabric;
   topology::Json j;
   Status st;
   if (!topology::Json::parseFile(path, &j, &st)) return invalidArgument("cannot read topology file " + path);
@@ -132,6 +135,7 @@ Status clusterFromFile(const std::string& path, const Fabric& flags, const std::
   if (fab.has("per_message_us") && !(m.fabric.per_message_s >= 0))
     return invalidArgument(path + ": fabric.per_message_us must be >= 0");
   m.fabric.burst_bytes = fab.has("burst_bytes") ? fab["burst_bytes"].number(NAN) : 0;
+  if (fab.has("send_buffer_bytes")) m.fabric.send_buffer_bytes = fab["send_buffer_bytes"].number(NAN);
   auto flag = [&](const char* name) { return std::find(given.begin(), given.end(), name) != given.end(); };
   if (flag("nics_per_host")) m.fabric.nics_per_host = flags.nics_per_host;
   if (flag("hosts_per_leaf")) m.fabric.hosts_per_leaf = flags.hosts_per_leaf;
@@ -139,6 +143,11 @@ Status clusterFromFile(const std::string& path, const Fabric& flags, const std::
   if (flag("host_memory_GBps")) m.fabric.host_memory_Bps = flags.host_memory_Bps;
   if (flag("per_message_us")) m.fabric.per_message_s = flags.per_message_s;
   if (flag("burst_bytes")) m.fabric.burst_bytes = flags.burst_bytes;
+  if (flag("send_buffer_bytes")) m.fabric.send_buffer_bytes = flags.send_buffer_bytes;
+  if (flag("link")) {
+    m.topo.inter.beta_Bps = cluster_flags.link_wire_Bps * cluster_flags.goodput;
+    m.topo.inter.source = "--link";
+  }
   st = finishCluster(&m);
   if (!st) return invalidArgument(path + ": " + st.message());
   *out = std::move(m);

@@ -26,6 +26,9 @@ struct Fabric {
   double host_memory_Bps = 0;    // what all copies inside one host share; 0: no limit but each rank's β
   double per_message_s = -1;     // sender's software cost per message; < 0: intra α / 4 (cost_model.cc)
   double burst_bytes = 0;        // NICs shaped by a token bucket of this many bytes (netcluster's tbf); 0: none
+  // A send across hosts is done once the rest of it fits in the socket's send buffer: coll asks
+  // for 4 MiB (COLL_SOCKET_BUFFER) and Linux grants twice net.core.wmem_max (212992 by default).
+  double send_buffer_bytes = 425984;
 };
 
 struct ClusterModel {
@@ -64,9 +67,10 @@ struct ClusterFlags {
 Status clusterFromFlags(const ClusterFlags& flags, ClusterModel* out);
 // A coll-topology-1 file (coll-topo --json, COLL_TOPO_DUMP_FILE), with an optional "fabric"
 // object: {"nics_per_host", "hosts_per_leaf", "oversubscription", "host_memory_GBps",
-// "per_message_us", "burst_bytes"}; `given` holds fabric fields set on the command line, which
-// win over the file's. InvalidArgument naming the field and the reason.
-Status clusterFromFile(const std::string& path, const Fabric& flags, const std::vector<std::string>& given,
+// "per_message_us", "burst_bytes", "send_buffer_bytes"}; `given` holds fabric fields set on the
+// command line ("link" for --link: the inter-host β), which win over the file's. InvalidArgument
+// naming the field and the reason.
+Status clusterFromFile(const std::string& path, const ClusterFlags& flags, const std::vector<std::string>& given,
                        ClusterModel* out);
 // Checks the fabric and fills host_of / local_of from topo.
 Status finishCluster(ClusterModel* m);

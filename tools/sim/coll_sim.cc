@@ -20,7 +20,7 @@ using namespace coll::sim;
 namespace {
 
 Status loadCluster(const SimOptions& o, ClusterModel* m) {
-  if (!o.topology_file.empty()) return clusterFromFile(o.topology_file, o.cluster.fabric, o.fabric_given, m);
+  if (!o.topology_file.empty()) return clusterFromFile(o.topology_file, o.cluster, o.fabric_given, m);
   return clusterFromFlags(o.cluster, m);
 }
 

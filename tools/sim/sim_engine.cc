@@ -320,13 +320,14 @@ class Runner {
   // The bytes cross the path from t; the receiver has them α after the last one left.
   void transfer(uint32_t g, int r, double t) {
     const int dst = s_.rec[g].peer;
-    const double sent = net_.transfer(r, dst, t, s_.rec[g].bytes);
+    const Network::Sent out = net_.transfer(r, dst, t, s_.rec[g].bytes);
+    const double sent = out.last_byte;
     ++messages_;
     if (trace_)
       std::fprintf(stderr, "send %9.2f us  rank %d -> %d  %u B  step %u  sent %9.2f us\n", t * 1e6, r, dst,
                    s_.rec[g].bytes, g - s_.first[static_cast<size_t>(r)], sent * 1e6);
     if (!net_.sameHost(r, dst)) across_ += s_.rec[g].bytes;
-    push(g, sent);
+    push(g, out.sender_done);
     const uint32_t p = s_.rec[g].partner;
     s_.rec[p].flags |= kArrived;
     s_.rec[p].arrives_at = sent + net_.alpha(r, dst);

@@ -66,10 +66,10 @@ double Network::compute(int rank, double start, double seconds) {
   return free_at;
 }
 
-double Network::transfer(int src, int dst, double start, double bytes) {
+Network::Sent Network::transfer(int src, int dst, double start, double bytes) {
   // Shared memory: nothing crosses a link; the receiver reads the sender's memory when its
   // receive runs (receiveWork), as a single-copy transport does.
-  if (sameHost(src, dst)) return start;
+  if (sameHost(src, dst)) return {start, start};
   Link* path[4];
   int hops = 0;
   path[hops++] = &nic_out_[static_cast<size_t>(nic(src))];
@@ -82,14 +82,18 @@ double Network::transfer(int src, int dst, double start, double bytes) {
     }
   }
   path[hops++] = &nic_in_[static_cast<size_t>(nic(dst))];
-  double begin = start, end = start;
+  double begin = start, end = start, slowest = 0;
   for (int i = 0; i < hops; ++i) {
     Link& l = *path[i];
     begin = std::max(begin, l.free_at);
-    end = std::max(begin + l.sendTime(begin, bytes, peak_Bps_), end);
+    const double seconds = l.sendTime(begin, bytes, peak_Bps_);
+    slowest = std::max(slowest, seconds);
+    end = std::max(begin + seconds, end);
     l.free_at = end;
   }
-  return end;
+  // The sender is done once what is still to leave fits in its socket's send buffer.
+  const double buffered = std::min(bytes, m_.fabric.send_buffer_bytes) / bytes * slowest;
+  return {std::max(start, end - buffered), end};
 }
 
 }  // namespace coll::sim

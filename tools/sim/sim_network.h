@@ -25,10 +25,14 @@ class Network {
   // p mod period, and crosses hosts and leaves as the real ranks do. m.topo.nranks: exact.
   Network(const ClusterModel& m, int period);
 
-  // When the last byte of a message of `bytes` from rank `src` to rank `dst`, whose send is
-  // posted at `start`, has crossed every link of its path (its arrival adds the link class's α);
-  // `start` inside a host, where the receiver does the copy (receiveWork).
-  double transfer(int src, int dst, double start, double bytes);
+  // A message of `bytes` from rank `src` to rank `dst` whose send is posted at `start`: when its
+  // sender is done (the rest fits in the socket's send buffer, Fabric::send_buffer_bytes) and
+  // when its last byte has crossed every link of its path (its arrival adds the link class's
+  // α); both `start` inside a host, where the receiver does the copy (receiveWork).
+  struct Sent {
+    double sender_done, last_byte;
+  };
+  Sent transfer(int src, int dst, double start, double bytes);
   // A receive from `from` whose message is there and whose deps are done at `start`: what the
   // receiver's progress thread does with it (reduce it; copy it out of the sender's memory
   // inside a host); returns when it is done.

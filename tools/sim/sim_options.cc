@@ -55,7 +55,8 @@ std::string simUsage() {
          "  fabric:     --nics N (1)  --hosts-per-leaf K (0: one switch)  --oversubscription X (1)\n"
          "              --host-memory-GBps M (0: no shared limit)  --per-message-us O (intra α / 4)\n"
          "              --burst BYTES (NICs shaped by a token bucket, as netcluster's tbf: 128K; 0: none)\n"
-         "              (with --topology, these override the file's \"fabric\")\n"
+         "              --send-buffer BYTES (416K: a socket's send buffer; a send is done once the rest fits)\n"
+         "              (with --topology, these and --link override the file's)\n"
          "  schedule:   --slice BYTES (512K)  --depth N (8)\n"
          "  runs:       -n ITERS (1) -w WARMUP (0): back-to-back ops per rank, timed as all_reduce_perf does\n"
          "  speed:      --exact (simulate every rank even where the job repeats in blocks: docs/SIMULATOR.md)\n"
@@ -93,7 +94,15 @@ ParseOutcome parseSimOptions(int argc, char** argv, SimOptions* o, std::string* 
     else if (a == "--hosts") ok = parseInt(v, 1, &o->cluster.hosts);
     else if (a == "--per-host") ok = parseInt(v, 1, &o->cluster.per_host);
     else if (a == "--ranks") ok = parseInt(v, 1, &o->cluster.ranks);
-    else if (a == "--link") { std::string why; if (!parseRate(v, &o->cluster.link_wire_Bps, &why)) return *error = "--link: " + why, ParseOutcome::error; }
+    else if (a == "--link") {
+      std::string why;
+      if (!parseRate(v, &o->cluster.link_wire_Bps, &why)) return *error = "--link: " + why, ParseOutcome::error;
+      given("link");
+    }
+    else if (a == "--send-buffer") {
+      size_t b = 0;
+      ok = bench::parseSize(v, &b), o->cluster.fabric.send_buffer_bytes = static_cast<double>(b), given("send_buffer_bytes");
+    }
     else if (a == "--goodput") ok = parseDouble(v, &o->cluster.goodput);
     else if (a == "--inter-alpha-us") ok = parseDouble(v, &d) && d >= 0, o->cluster.inter_alpha_s = d / 1e6;
     else if (a == "--intra-alpha-us") ok = parseDouble(v, &d) && d >= 0, o->cluster.intra_alpha_s = d / 1e6;
