@@ -178,7 +178,12 @@ Prediction directAllreduce(const Net& x) {
 Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
   if (!x.multi) return refuse("one host: nothing to split across hosts");
   if (!t.balanced() || x.L < 2) return refuse("needs every host to hold the same number (>1) of ranks");
-  double latency = 2 * x.stepIntra(1) + 2 * (x.H - 1) * x.stepAny(1);
+  // The phases inside a host send each peer its part chunk by chunk (H chunks, or the part's
+  // slices where there are more): at 1,024 ranks (128 hosts) that is 896 messages a phase,
+  // whose software cost coll-sim measured as the difference between hierarchical's 2.7 ms and
+  // this formula's 1.7 ms at 1 MiB (docs/SIMULATOR.md).
+  double per_peer = std::max(x.H, std::ceil(x.S / (x.L * x.slice)));
+  double latency = 2 * x.stepIntra(1) + 2 * (x.H - 1) * x.stepAny(1) + 2 * (x.L - 1) * (per_peer - 1) * x.perMessage();
   double intra = 2 * (x.L - 1) / x.L * x.S / x.bi;
   double inter = 2 * (x.H - 1) / x.H * x.S / x.be;
   double reduce = ((x.L - 1) / x.L + (x.H - 1) / (x.H * x.L)) * x.S / x.g;
@@ -189,10 +194,26 @@ Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
 // Double binary tree, pipelined: 2 ceil(log2 n) steps; each rank receives about 2S (half the
 // buffer from two children in one tree, and each half from a parent). A host link carries
 // what the tree edges leaving its host carry (links::treeAllreduce: 3 buffers on 4 x 2).
+// The pipeline's fill: each tree moves half the buffer in slices, and the first slice crosses
+// 2D levels (D up, reduced at each, then D down) before the last rank has any of it, so a
+// slice time per level and D reductions of a slice come on top of the pipelined terms. With
+// ranks numbered host by host the top ceil(log2 H) levels cross hosts (a slice at inter β)
+// and the rest stay inside one (intra β). Charged only where the links are at least as fast
+// as memory: on a shaped link slower than memory (netcluster's tbf, whose burst passes small
+// slices at once) the link time already bounds the op (total()), and the measured netcluster
+// selections (selector_measured_test.cc) rank best without it. With few slices (1 MiB is one slice per tree) the fill is most of the
+// time: coll-sim, 8 ranks per host at 100 Gbit/s, 1 MiB, measured tree at 588 us on 16 ranks
+// and 1.99 ms on 1,024 where the formula without the fill gave 317 and 433 us, and so chose
+// tree where hierarchical was 2-3x faster (docs/SIMULATOR.md).
 Prediction treeAllreduce(const Net& x) {
-  double steps = 2 * log2ceil(x.n);
+  double depth = log2ceil(x.n);
+  double crossing = x.multi ? std::min(depth, log2ceil(x.H)) : 0;
+  double slice = std::min(x.S / 2, x.slice);
+  double fill = x.link_bound ? 0
+                              : 2 * (crossing * slice / (x.multi ? x.be : x.bi) + (depth - crossing) * slice / x.bi) +
+                                    depth * slice / x.g;
   double link = x.multi ? links::treeAllreduce(x.host_of) * x.S / x.be : 0;
-  return ok(x.total(steps * x.stepAny(x.busy(messages::treeAllreduce)), 2 * x.S / x.bi, link, x.S / x.g));
+  return ok(x.total(2 * depth * x.stepAny(x.busy(messages::treeAllreduce)) + fill, 2 * x.S / x.bi, link, x.S / x.g));
 }
 
 // Recursive halving-doubling (Rabenseifner), farthest partner first (hd::halvingStep): 2

@@ -152,6 +152,24 @@ TEST(Selector, BalancedHostsSwitchFromFewestStepsToHierarchical) {
   }
 }
 
+// Cases coll-sim found the model getting wrong at scale (docs/SIMULATOR.md), on hosts of 8
+// ranks with 100 Gbit/s links (faster than memory: 11.95 GB/s against 10.1).
+TEST(Selector, TreeFillAndHierarchicalMessagesAtScale) {
+  // 1 MiB is one slice per tree: the pipeline's fill (2 log2 n levels of a 512 KiB slice) is
+  // most of the tree's time. Simulated on 16, 64 and 256 ranks, hierarchical took 237, 345 and
+  // 797 us against tree's 588, 1040 and 1516; the model without the fill chose tree.
+  for (int hosts : {2, 8, 32}) {
+    Selector s({}, fake(hosts, 8, 2.5, 10.1, 5, 11.95));
+    EXPECT_STREQ(pick(s, Collective::allreduce, 1 << 20), "hierarchical") << hosts << " x 8";
+  }
+  // At 128 hosts hierarchical's phases inside a host send 896 messages of 1 KiB each way: the
+  // simulated 2.72 ms against tree's 1.99 ms. The model without their software cost gave
+  // hierarchical 1.71 ms and chose it.
+  Selector big({}, fake(128, 8, 2.5, 10.1, 5, 11.95));
+  EXPECT_STREQ(pick(big, Collective::allreduce, 1 << 20), "tree");
+  for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 8) expectCheapestAndExplained(big, Collective::allreduce, bytes);
+}
+
 TEST(Selector, LinkFiguresMoveTheCrossover) {
   // Slow inter-host latency favours rd's 2 inter-host steps of one message for longer; a fast
   // network favours hierarchical from smaller sizes.
