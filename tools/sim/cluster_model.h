@@ -26,9 +26,10 @@ struct Fabric {
   double host_memory_Bps = 0;    // what all copies inside one host share; 0: no limit but each rank's β
   double per_message_s = -1;     // sender's software cost per message; < 0: intra α / 4 (cost_model.cc)
   double burst_bytes = 0;        // NICs shaped by a token bucket of this many bytes (netcluster's tbf); 0: none
-  // A send across hosts is done once the rest of it fits in the socket's send buffer: coll asks
-  // for 4 MiB (COLL_SOCKET_BUFFER) and Linux grants twice net.core.wmem_max (212992 by default).
-  double send_buffer_bytes = 425984;
+  // A send across hosts is done once the rest of it fits in the send buffers of its peer's
+  // sockets: COLL_SOCKET_NSTREAMS (2) sockets, each asking for 4 MiB (COLL_SOCKET_BUFFER), of
+  // which Linux grants twice net.core.wmem_max (212992 by default).
+  double send_buffer_bytes = 2 * 425984;
 };
 
 struct ClusterModel {

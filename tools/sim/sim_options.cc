@@ -55,7 +55,7 @@ std::string simUsage() {
          "  fabric:     --nics N (1)  --hosts-per-leaf K (0: one switch)  --oversubscription X (1)\n"
          "              --host-memory-GBps M (0: no shared limit)  --per-message-us O (intra α / 4)\n"
          "              --burst BYTES (NICs shaped by a token bucket, as netcluster's tbf: 128K; 0: none)\n"
-         "              --send-buffer BYTES (416K: a socket's send buffer; a send is done once the rest fits)\n"
+         "              --send-buffer BYTES (832K: the send buffers of a peer's sockets; a send is done once the rest fits)\n"
          "              (with --topology, these and --link override the file's)\n"
          "  schedule:   --slice BYTES (512K)  --depth N (8)\n"
          "  runs:       -n ITERS (1) -w WARMUP (0): back-to-back ops per rank, timed as all_reduce_perf does\n"
