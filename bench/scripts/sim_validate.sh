@@ -65,11 +65,19 @@ if (( ! sim_only )); then
 fi
 
 # The link at the rate netcluster shapes it to (the probe's β runs a few percent high).
-sim="$build/bin/coll-sim --topology $out/topology_$tag.json --link $rate --burst 128K --algo all -n 5 -w 2"
+# As many ops as the measurement times, from idle links: all_reduce_perf times its ops after a
+# barrier, so its warm-up runs leave no backlog behind (and the token bucket refills).
+# What a sender may leave queued: its peer's two socket buffers (832 KiB) and the 20 ms of
+# traffic netcluster's tbf queues ("latency 20ms").
+queued=$(python3 -c "import sys; r=sys.argv[1]; u={'kbit':1e3,'mbit':1e6,'gbit':1e9}[r[-4:]]; print(int(851968 + float(r[:-4]) * u / 8 * 0.020))" "$rate")
+sim="$build/bin/coll-sim --topology $out/topology_$tag.json --link $rate --burst 128K --send-buffer $queued --algo all"
+sim_iters() { case $1 in *M|*G) echo "-n 3 -w 0" ;; *) echo "-n 40 -w 0" ;; esac; }
 rm -f "$out/sim_$tag.csv"
 for s in $small $large; do
-  $sim -c allreduce -b "$s" -e "$s" --csv "$work/a.csv" >/dev/null
-  $sim -c broadcast -b "$s" -e "$s" --csv "$work/b.csv" >/dev/null
+  # shellcheck disable=SC2046
+  $sim $(sim_iters "$s") -c allreduce -b "$s" -e "$s" --csv "$work/a.csv" >/dev/null
+  # shellcheck disable=SC2046
+  $sim $(sim_iters "$s") -c broadcast -b "$s" -e "$s" --csv "$work/b.csv" >/dev/null
   [[ -f $out/sim_$tag.csv ]] || head -1 "$work/a.csv" >"$out/sim_$tag.csv"
   tail -n +2 -q "$work/a.csv" "$work/b.csv" >>"$out/sim_$tag.csv"
 done

@@ -91,8 +91,10 @@ Network::Sent Network::transfer(int src, int dst, double start, double bytes) {
     end = std::max(begin + seconds, end);
     l.free_at = end;
   }
-  // The sender is done once what is still to leave fits in its socket's send buffer.
-  const double buffered = std::min(bytes, m_.fabric.send_buffer_bytes) / bytes * slowest;
+  // The sender is done once what is still to leave, this message and whatever queued before it,
+  // fits in its send buffer: the buffer's worth of time at the path's slowest rate before the
+  // last byte leaves.
+  const double buffered = bytes > 0 ? m_.fabric.send_buffer_bytes * slowest / bytes : 0;
   return {std::max(start, end - buffered), end};
 }
 
