@@ -30,6 +30,7 @@ def main():
             key = (int(r["ranks"]), int(r["bytes"]))
             if r["chosen"] == "1":
                 chosen[key] = (r["algorithm"], float(r["model_us"]), float(r["sim_us"]))
+                points[key].setdefault(r["algorithm"], float(r["sim_us"]))  # a run of a few algorithms
             else:
                 points[key][r["algorithm"]] = float(r["sim_us"])
     ranks = sorted({k[0] for k in points})
