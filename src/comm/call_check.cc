@@ -1,6 +1,7 @@
 #include "comm/call_check.h"
 
 #include "base/log.h"
+#include "base/wire_tag.h"
 #include "comm/stall_report.h"
 
 namespace coll {
@@ -16,7 +17,7 @@ Status checkCall(const OpFingerprint& mine, uint64_t wire_sequence, algo::BuildP
   p.average = false;
   algo::Schedule schedule = selector.choose(algo::Collective::allgather, sizeof(OpFingerprint), 1).algorithm->build(p);
   ExecContext ctx;
-  ctx.ops.push_back({all.data(), all.data(), (wire_sequence << 8) | kCallCheckWireKind});
+  ctx.ops.push_back({all.data(), all.data(), wireTag(wire_sequence, kCallCheckWireKind)});
   ctx.type = DataType::u8;
   Status st = run(schedule, ctx);
   if (!st) return Status(st.code(), "COLL_CHECK exchange of call fingerprints: " + st.message(), st.peer());

@@ -19,7 +19,7 @@
 namespace coll {
 
 // The wire kind of the check's messages; OpKind values stay below it.
-constexpr uint64_t kCallCheckWireKind = 0xC0;
+constexpr uint8_t kCallCheckWireKind = 0xC0;
 
 using RunSchedule = std::function<Status(const algo::Schedule&, ExecContext&)>;
 

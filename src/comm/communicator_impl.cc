@@ -13,6 +13,7 @@
 #include "comm/launcher_lifeline.h"
 #include "exec/executor.h"
 #include "base/log.h"
+#include "base/wire_tag.h"
 #include "comm/shrink.h"
 #include "comm/stall_report.h"
 #include "topology/autotune.h"
@@ -123,7 +124,9 @@ Status CommunicatorImpl::initSelector(std::vector<topology::AlgoRule> rules) {
 }
 
 // One f32 sum all-reduce with a given algorithm, for autotuning (init thread). Its messages
-// carry wire kind 0xB1 so they can never be taken for an op's.
+// carry a wire kind of their own so they can never be taken for an op's.
+constexpr uint8_t kTuneWireKind = 0xB1;
+
 Status CommunicatorImpl::timedAllreduce(const algo::AlgorithmInfo& algorithm, size_t bytes, double* seconds) {
   algo::BuildParams p;
   p.rank = rank_;
@@ -135,7 +138,7 @@ Status CommunicatorImpl::timedAllreduce(const algo::AlgorithmInfo& algorithm, si
   p.hosts = &hosts_.ranks_of_host;
   if (workspace_.size() < bytes) workspace_.resize(bytes);
   ExecContext ctx;
-  ctx.ops.push_back({workspace_.data(), workspace_.data(), (tune_sequence_++ << 8) | 0xB1});
+  ctx.ops.push_back({workspace_.data(), workspace_.data(), wireTag(tune_sequence_++, kTuneWireKind)});
   ctx.type = DataType::f32;
   auto t0 = transport::Clock::now();
   Status st = runContext(algorithm.build(p), ctx);
@@ -323,10 +326,7 @@ void CommunicatorImpl::closeConnectionsNow(const std::string& reason) {
 // place to reduce in), builds the schedule the selector picks, and runs it. Device buffers
 // go to the device path (src/cuda/device_ops.h), which comes back through runHost().
 Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm, bool* refused) {
-  // A send and the receive it meets carry the same tag: both sides tag point-to-point "send".
-  const OpKind wire_kind = isPointToPoint(issued.kind) ? OpKind::send : issued.kind;
-  const uint64_t tag = (issued.wire_sequence << 8) | static_cast<uint64_t>(wire_kind);
-  if (issued.device >= 0) return executeOnDevice(issued, tag, algorithm, refused);
+  if (issued.device >= 0) return executeOnDevice(issued, algorithm, refused);
   if (onBoard(issued)) return runOnBoard(issued, algorithm, refused);
   OpRequest op = issued;
   if (op.kind == OpKind::barrier) {  // a 1-byte all-reduce: nobody leaves before all arrived
@@ -344,10 +344,10 @@ Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm
   const CachedSchedule* cached = scheduleFor(op, &plan);
   *algorithm = cached->schedule.algorithm;
   COLL_RETURN_IF_ERROR(beginOp(issued, cached->schedule.algorithm, refused));
-  return runScheduled(*cached, op, tag, plan);
+  return runScheduled(*cached, op, messageTag(issued, cached->schedule.algorithm), plan);
 }
 
-Status CommunicatorImpl::executeOnDevice(const OpRequest& issued, uint64_t tag, std::string* algorithm, bool* refused) {
+Status CommunicatorImpl::executeOnDevice(const OpRequest& issued, std::string* algorithm, bool* refused) {
   if (!device_ops_) {
     cuda::DeviceEnv env;
     env.rank = rank_;
@@ -358,6 +358,7 @@ Status CommunicatorImpl::executeOnDevice(const OpRequest& issued, uint64_t tag, 
     device_ops_ = std::make_unique<cuda::DeviceOps>(std::move(env));
   }
   *algorithm = device_ops_->pathFor(issued);
+  const uint64_t tag = messageTag(issued, *algorithm);
   if (issued.kind == OpKind::group) ledger_.started({issued.work->sequence, kNotCollective, OpFingerprint::of(issued, "")});
   else COLL_RETURN_IF_ERROR(beginOp(issued, *algorithm, refused));
   return device_ops_->execute(issued, tag, algorithm);
@@ -439,7 +440,7 @@ Status CommunicatorImpl::executeGroup(const OpRequest& group, algo::BuildParams 
     p.count = m.count;
     p.elem_size = sizeOf(m.type);
     parts.push_back(m.kind == OpKind::send ? algo::buildSend(p) : algo::buildRecv(p));
-    ctx.ops.push_back({m.input, m.output, (m.wire_sequence << 8) | static_cast<uint64_t>(OpKind::send)});
+    ctx.ops.push_back({m.input, m.output, messageTag(m, "")});
   }
   algo::Schedule fused = algo::fuseSchedules(std::move(parts));
   *algorithm = fused.algorithm;

@@ -92,7 +92,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   std::shared_ptr<detail::WorkState> newWorkState(const OpRequest& op);
   Status runOnBoard(const OpRequest& issued, std::string* algorithm, bool* refused);
   Status executeGroup(const OpRequest& group, algo::BuildParams p, std::string* algorithm);
-  Status executeOnDevice(const OpRequest& issued, uint64_t tag, std::string* algorithm, bool* refused);
+  Status executeOnDevice(const OpRequest& issued, std::string* algorithm, bool* refused);
   Status runHost(const OpRequest& op, uint64_t tag, std::string* algorithm);
   algo::BuildParams buildParams(const OpRequest& op) const;
   const CachedSchedule* scheduleFor(const OpRequest& op, OpPlan* plan);

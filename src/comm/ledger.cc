@@ -7,12 +7,6 @@
 namespace coll {
 namespace {
 
-bool reduces(OpKind k) { return k == OpKind::allreduce || k == OpKind::reduce || k == OpKind::reducescatter; }
-bool rooted(OpKind k) {
-  return k == OpKind::broadcast || k == OpKind::reduce || k == OpKind::gather || k == OpKind::scatter ||
-         isPointToPoint(k);
-}
-
 // A snapshot's bytes in the store. The magic changes with the layout, so a rank running
 // another build of coll is reported as such instead of misread.
 constexpr uint32_t kSnapshotMagic = 0x3247444c;  // "LDG2"

@@ -7,8 +7,9 @@
 namespace coll {
 namespace {
 
-// A failed peer's own error can be long; enough of it to show the cause.
-constexpr size_t kPeerErrorChars = 160;
+// A failed peer's own error can be long; enough of it to show the cause (a mismatch found on
+// the wire names both calls and what differs: about 200 characters).
+constexpr size_t kPeerErrorChars = 320;
 constexpr size_t kMaxPeerErrors = 1;
 
 struct Groups {
@@ -54,12 +55,19 @@ void classify(const LedgerSnapshot& s, const LedgerEntry& op, Groups* g) {
   if (c == kNotCollective) {  // point-to-point or a group: only what the peer is doing
     g->not_started.push_back(s.rank);
     g->whereabouts.push_back(s.busy ? "is in " + s.current.label() : whereabouts(s, 0));
+    return;
+  }
+  // The peer's own call of this collective number, if it is in it or has just left it: a
+  // mismatch found on the wire (base/wire_tag.h) is named here with both exact calls.
+  const bool in_it = s.busy && s.current.collective == c;
+  const LedgerEntry* its = in_it ? &s.current : s.has_last && s.last.collective == c ? &s.last : nullptr;
+  if (its && !(its->fingerprint == op.fingerprint)) {
+    g->other_call.push_back(s.rank);
+    g->other_calls.push_back(format("rank %d called %s", s.rank, its->fingerprint.describe().c_str()));
   } else if (s.collectives_completed > c) {
     g->finished.push_back(s.rank);
-  } else if (s.busy && s.current.collective == c) {
-    if (s.current.fingerprint == op.fingerprint) return g->in_it.push_back(s.rank);
-    g->other_call.push_back(s.rank);
-    g->other_calls.push_back(format("rank %d called %s", s.rank, s.current.fingerprint.describe().c_str()));
+  } else if (in_it) {
+    g->in_it.push_back(s.rank);
   } else if (s.collectives_started <= c) {
     g->not_started.push_back(s.rank);
     g->whereabouts.push_back(whereabouts(s, c));

@@ -24,8 +24,6 @@ static_assert(sizeof(Descriptor) <= kDescriptorBytes);
 // Second exchange of an op ("done"): the op's tag with a bit no op kind uses.
 constexpr uint64_t kDoneTagBit = 0x80;
 
-bool reducing(OpKind k) { return k == OpKind::allreduce || k == OpKind::reduce || k == OpKind::reducescatter; }
-
 }  // namespace
 
 bool takesIpcPath(const OpRequest& op, int size, bool one_host, const Config& config) {
@@ -129,7 +127,7 @@ Status IpcCollective::doShare(const OpRequest& op, const Peers& peers, DeviceCon
   const int n = env_.size, r = env_.rank;
   const size_t e = sizeOf(op.type), b = op.bytes();
   const int divisor = op.op == ReduceOp::avg ? n : 1;
-  if (reducing(op.kind)) {
+  if (reduces(op.kind)) {
     size_t first = 0, count = op.count;  // elements of this rank's share
     Operands operands;
     operands.n_in = n;

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "base/log.h"
+#include "base/wire_tag.h"
 #include "reduce/reduce.h"
 #include "reduce/stream_copy.h"
 
@@ -24,6 +25,8 @@ constexpr auto kMixedWaitSlice = std::chrono::microseconds(200);
 // The longest single poll() on several transports: a transport notices a dead peer, or an
 // abort from another thread, between polls.
 constexpr auto kMixedPollSlice = std::chrono::milliseconds(20);
+// How often a stuck op peeks at its peers' unread messages (checkUnreadMessages()).
+constexpr auto kPeekInterval = std::chrono::milliseconds(100);
 
 // Whether send i may go out as its recvReduce (Step::forwards) combines: that step exists
 // earlier, to the same peer, over the same bytes of the output, and send i waits for it.
@@ -51,7 +54,7 @@ class Executor {
       Status st = progress(&completions);
       for (const auto& c : completions) COLL_RETURN_IF_ERROR(onCompletion(c));
       if (!st) return withStep(st, firstPending());
-      if (completions.empty() && transport::Clock::now() >= ctx_.deadline) return timeout();
+      if (completions.empty()) COLL_RETURN_IF_ERROR(whileStuck());
     }
     return Status::ok();
   }
@@ -85,7 +88,7 @@ class Executor {
       // No polling of our own where the transport does it, or where the op does not poll.
       if (ctx_.spin.count() > 0 && !st_.active[0]->pollsBeforeSleeping()) COLL_RETURN_IF_ERROR(pollAllBriefly(out));
       if (!out->empty()) return Status::ok();
-      return st_.active[0]->progress(out, ctx_.deadline);
+      return st_.active[0]->progress(out, std::min(ctx_.deadline, next_peek_));
     }
     COLL_RETURN_IF_ERROR(pollAllBriefly(out));
     if (!out->empty()) return Status::ok();
@@ -98,6 +101,45 @@ class Executor {
       COLL_RETURN_IF_ERROR(t->progress(out, std::min(ctx_.deadline, transport::Clock::now() + kMixedWaitSlice)));
     }
     return Status::ok();
+  }
+
+  // Nothing completed: the deadline, or every kPeekInterval a look at what peers sent.
+  Status whileStuck() {
+    const auto now = transport::Clock::now();
+    if (now >= ctx_.deadline) return timeout();
+    if (now < next_peek_) return Status::ok();
+    next_peek_ = now + kPeekInterval;
+    Status st = checkUnreadMessages();
+    return st ? st : withStep(st, firstPending());
+  }
+
+  // A peer whose oldest unread message belongs to another call disagrees with this rank
+  // about this one. Without this, a disagreement where nobody receives what the others send
+  // (a broadcast whose ranks name different roots) would wait for the deadline once the
+  // sends outgrow the transport's buffers. A later call's message is fine where this rank
+  // expects nothing more from that peer: the peer finished this call and went on.
+  Status checkUnreadMessages() {
+    const uint64_t mine = ctx_.ops[0].tag;
+    if (ctx_.ops.size() != 1 || !carriesCall(mine)) return Status::ok();
+    for (size_t l = 0; l < plan_.lanes.size(); ++l) {
+      const ExecPlan::Lane& lane = plan_.lanes[l];
+      uint64_t tag = 0, bytes = 0;
+      if (lane.peer < 0 || !st_.lane_conn[l] || !st_.lane_conn[l]->unreadMessage(&tag, &bytes) || tag == mine) continue;
+      const int64_t receive = nextReceiveFrom(lane.peer);
+      if (receive >= 0) return messageMismatch(lane.peer, tag, bytes, mine, s_.steps[receive].bytes);
+      if (callDistance(tag, mine) <= 0) return unexpectedMessage(lane.peer, tag, bytes, mine);
+    }
+    return Status::ok();
+  }
+
+  // The first receive from peer this rank has not finished, or -1.
+  int64_t nextReceiveFrom(int peer) const {
+    for (const ExecPlan::Lane& lane : plan_.lanes) {
+      if (lane.peer != peer || lane.sending) continue;
+      for (uint32_t i : lane.steps)
+        if (!st_.done[i]) return i;
+    }
+    return -1;
   }
 
   // Polls every active transport until something completes or ctx_.spin passed, yielding the
@@ -284,6 +326,7 @@ class Executor {
   ExecContext& ctx_;
   ExecState& st_;
   size_t finished_ = 0;
+  transport::Deadline next_peek_ = transport::Clock::now() + kPeekInterval;
 };
 
 }  // namespace

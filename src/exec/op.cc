@@ -4,38 +4,9 @@
 #include <limits>
 
 #include "base/log.h"
+#include "base/wire_tag.h"
 
 namespace coll {
-
-const char* toString(OpKind kind) {
-  switch (kind) {
-    case OpKind::allreduce: return "allreduce";
-    case OpKind::broadcast: return "broadcast";
-    case OpKind::reduce: return "reduce";
-    case OpKind::allgather: return "allgather";
-    case OpKind::reducescatter: return "reducescatter";
-    case OpKind::alltoall: return "alltoall";
-    case OpKind::gather: return "gather";
-    case OpKind::scatter: return "scatter";
-    case OpKind::send: return "send";
-    case OpKind::recv: return "recv";
-    case OpKind::barrier: return "barrier";
-    case OpKind::group: return "group";
-  }
-  return "?";
-}
-
-bool isPointToPoint(OpKind kind) { return kind == OpKind::send || kind == OpKind::recv; }
-
-namespace {
-
-bool hasRoot(OpKind k) {
-  return k == OpKind::broadcast || k == OpKind::reduce || k == OpKind::gather || k == OpKind::scatter ||
-         isPointToPoint(k);
-}
-bool reduces(OpKind k) { return k == OpKind::allreduce || k == OpKind::reduce || k == OpKind::reducescatter; }
-
-}  // namespace
 
 BufferSizes sizesOf(const OpRequest& op, int rank, int n) {
   const size_t b = op.bytes(), nb = b * static_cast<size_t>(n);
@@ -78,7 +49,7 @@ Status validate(const OpRequest& op, int rank, int nranks) {
   if (reduces(op.kind) && !isValid(op.op)) return invalidArgument(format("unknown reduction op %d", static_cast<int>(op.op)));
   if (op.kind == OpKind::recv && op.root == -1) {  // from any source (kAnySource)
     if (op.device >= 0 || op.stream) return invalidArgument("a receive from any source takes host memory and no stream");
-  } else if (hasRoot(op.kind) && (op.root < 0 || op.root >= nranks))
+  } else if (rooted(op.kind) && (op.root < 0 || op.root >= nranks))
     return invalidArgument(format("%s %d is out of range for %d ranks", isPointToPoint(op.kind) ? "peer" : "root",
                                   op.root, nranks));
   if (isPointToPoint(op.kind) && op.root == rank) return invalidArgument("send/recv to oneself");
@@ -139,6 +110,19 @@ OpPlan planOp(const OpRequest& op, int rank, int n) {
     default: break;  // p2p and barrier are planned by the communicator
   }
   return plan;
+}
+
+uint64_t messageTag(const OpRequest& op, std::string_view algorithm) {
+  if (isPointToPoint(op.kind)) return wireTag(op.wire_sequence, static_cast<uint8_t>(OpKind::send));
+  if (op.kind == OpKind::group) return wireTag(op.wire_sequence, static_cast<uint8_t>(OpKind::group));
+  WireCall call;
+  call.kind = op.kind;
+  if (op.kind != OpKind::barrier) call.type = static_cast<int>(op.type);
+  if (reduces(op.kind)) call.op = static_cast<int>(op.op);
+  call.count = op.count;
+  if (rooted(op.kind)) call.root = op.root;
+  call.algorithm = algorithm;
+  return wireTag(op.wire_sequence, call);
 }
 
 }  // namespace coll

@@ -7,22 +7,16 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "algorithms/catalog.h"
+#include "base/op_kind.h"
 #include "coll/types.h"
 #include "base/status.h"
 #include "exec/work_state.h"
 
 namespace coll {
-
-enum class OpKind : uint8_t {
-  allreduce = 1, broadcast, reduce, allgather, reducescatter, alltoall, gather, scatter, send, recv, barrier,
-  group,  // send/recv issued between groupStart and groupEnd, run as one fused schedule
-};
-
-const char* toString(OpKind kind);
-bool isPointToPoint(OpKind kind);
 
 struct OpRequest {
   OpKind kind = OpKind::allreduce;
@@ -74,5 +68,11 @@ struct OpPlan {
 
 // Requires validate() to have passed.
 OpPlan planOp(const OpRequest& op, int rank, int nranks);
+
+// The tag on the op's messages (base/wire_tag.h): the call's kind, type, op, count, root and
+// algorithm, so a rank whose call differs fails on the first message instead of mixing data.
+// Point-to-point carries the kind and sequence only: both sides tag it "send", and a send
+// need not name the receive's type.
+uint64_t messageTag(const OpRequest& op, std::string_view algorithm);
 
 }  // namespace coll

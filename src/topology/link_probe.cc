@@ -7,6 +7,7 @@
 #include "algorithms/patterns/ring.h"
 #include "algorithms/schedule_builder.h"
 #include "base/log.h"
+#include "base/wire_tag.h"
 #include "reduce/reduce.h"
 
 namespace coll::topology {
@@ -46,7 +47,7 @@ struct PairProbe {
 
   Status once(size_t bytes, double* seconds) {
     ExecContext ec;
-    ec.ops.push_back({in.data(), out.data(), (sequence++ << 8) | kProbeWireKind});
+    ec.ops.push_back({in.data(), out.data(), wireTag(sequence++, kProbeWireKind)});
     ec.type = DataType::u8;
     ec.nranks = 0;  // set by run()
     auto t0 = Clock::now();
@@ -130,7 +131,7 @@ Status probeLoadedStep(const ProbeContext& ctx, int nranks, double* seconds) {
   std::vector<double> runs;
   for (int r = 0; r <= kLoadedStepRuns; ++r) {
     ExecContext ec;
-    ec.ops.push_back({buffer.data(), buffer.data(), (static_cast<uint64_t>(r) << 8) | kProbeShiftWireKind});
+    ec.ops.push_back({buffer.data(), buffer.data(), wireTag(static_cast<uint64_t>(r), kProbeShiftWireKind)});
     ec.type = DataType::f32;
     ec.op = ReduceOp::sum;
     auto t0 = Clock::now();

@@ -28,8 +28,8 @@ namespace coll::topology {
 
 // The wire kinds of the probe's messages (collectives use OpKind values, COLL_CHECK 0xC0,
 // autotune 0xB1).
-constexpr uint64_t kProbeWireKind = 0xB0;
-constexpr uint64_t kProbeShiftWireKind = 0xB2;
+constexpr uint8_t kProbeWireKind = 0xB0;
+constexpr uint8_t kProbeShiftWireKind = 0xB2;
 
 using RunProbeSchedule = std::function<Status(const algo::Schedule&, ExecContext&)>;
 

@@ -65,6 +65,12 @@ class Connection {
     return false;
   }
 
+  // The oldest message the peer sent that no posted receive has claimed yet (false: none, a
+  // receive is outstanding, or this transport cannot tell). Only reads: the message stays
+  // for the receive that will take it. The executor peeks when an op is stuck, to tell a
+  // peer that is in another call from a slow one.
+  virtual bool unreadMessage(uint64_t* /*tag*/, uint64_t* /*bytes*/) { return false; }
+
   // A hint for the receives posted from now on: they land in an op's buffers that are far
   // larger than the caches, and nothing reads them again soon. A transport that copies into
   // them may then write around the caches (non-temporal stores), which saves the read of

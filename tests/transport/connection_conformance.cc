@@ -8,6 +8,9 @@
 #include <cstring>
 #include <thread>
 
+#include "base/op_kind.h"
+#include "base/wire_tag.h"
+
 namespace coll::test {
 namespace {
 
@@ -296,23 +299,59 @@ TEST_P(ConnectionConformance, RecvReduceForwardSendsTheResultBack) {
   }));
 }
 
+// The tags are collectives' (base/wire_tag.h): the error names both calls.
 TEST_P(ConnectionConformance, TagMismatch) {
   expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
     std::vector<uint8_t> buf = recvBuffer(64);
+    const uint64_t sent = wireTag(5, static_cast<uint8_t>(OpKind::gather));
+    const uint64_t expected = wireTag(5, static_cast<uint8_t>(OpKind::scatter));
     if (ep.self.rank == 0) {
-      ep.conns[1]->postSend(buf.data(), 64, 0x7, 1);
+      ep.conns[1]->postSend(buf.data(), 64, sent, 1);
       ep.wait(1);  // may fail once the receiver closed: only completion matters
     } else {
-      ep.conns[0]->postRecv(buf.data(), 64, 0x8, 1);
+      ep.conns[0]->postRecv(buf.data(), 64, expected, 1);
       Status st = ep.wait(1)[1];
       RANK_CHECK(st.code() == ErrorCode::Mismatch && !st.isOk(), "expected Mismatch, got: %s", st.message().c_str());
-      RANK_CHECK(std::strstr(st.message().c_str(), "0x7") && std::strstr(st.message().c_str(), "0x8"),
-                 "the message does not name both tags: %s", st.message().c_str());
+      RANK_CHECK(st.message().find("gather call 5") != std::string::npos &&
+                     st.message().find("scatter call 5") != std::string::npos,
+                 "the message does not name both calls: %s", st.message().c_str());
       ep.conns[0]->postRecv(buf.data(), 64, 0x7, 2);
       Status again = ep.wait(1)[2];
       RANK_CHECK(again.message() == st.message(), "the failure did not stick: %s", again.message().c_str());
     }
     ep.barrier("tag");
+  }));
+}
+
+// A message no receive has claimed can be peeked at (the executor's check for a peer in
+// another call), and peeking leaves it for the receive that comes later.
+TEST_P(ConnectionConformance, UnreadMessageIsPeekedNotTaken) {
+  if (!GetParam().peeks) GTEST_SKIP() << GetParam().name << " cannot see unclaimed messages";
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    const uint64_t tag = wireTag(9, static_cast<uint8_t>(OpKind::broadcast));
+    if (ep.self.rank == 0) {
+      std::vector<uint8_t> out(3000);
+      fillPattern(out.data(), out.size(), 42);
+      ep.conns[1]->postSend(out.data(), out.size(), tag, 1);
+      expectOk(ep.wait(1), "send");
+    } else {
+      uint64_t seen = 0, bytes = 0;
+      const auto end = std::chrono::steady_clock::now() + 10s;
+      std::vector<transport::Completion> none;
+      while (!ep.conns[0]->unreadMessage(&seen, &bytes)) {
+        RANK_CHECK(std::chrono::steady_clock::now() < end, "the message never showed as unread");
+        Status st = ep.transport->progress(&none, transport::Clock::now() + 1ms);
+        RANK_CHECK(st.isOk(), "progress: %s", st.message().c_str());
+      }
+      RANK_CHECK(seen == tag && bytes == 3000, "peeked tag %#llx of %llu bytes", static_cast<unsigned long long>(seen),
+                 static_cast<unsigned long long>(bytes));
+      std::vector<uint8_t> in = recvBuffer(3000);
+      ep.conns[0]->postRecv(in.data(), 3000, tag, 1);
+      RANK_CHECK(!ep.conns[0]->unreadMessage(&seen, &bytes), "a message shows as unread with a receive posted");
+      expectOk(ep.wait(1), "receive after the peek");
+      checkPattern(in.data(), 3000, 42, "the peeked message");
+    }
+    ep.barrier("peek");
   }));
 }
 

@@ -38,6 +38,8 @@ struct TransportUnderTest {
   std::function<void(Config*)> configure;  // optional: e.g. turn CMA off
   // Optional: the /dev/shm name a rank's set-up uses (shm), so runs can prove it gone.
   std::function<std::string(const PeerDirectory&, int rank)> shm_name;
+  // Connection::unreadMessage() can see a message no receive claimed (socket, shm; UCX cannot).
+  bool peeks = false;
 };
 
 inline void PrintTo(const TransportUnderTest& t, std::ostream* os) { *os << t.name; }

@@ -7,7 +7,8 @@
 namespace coll::test {
 
 TransportUnderTest shmWith(std::string name, std::function<void(Config*)> configure) {
-  return {std::move(name), transport::shm::createTransport, std::move(configure), transport::shm::segmentNameFor};
+  return {std::move(name), transport::shm::createTransport, std::move(configure), transport::shm::segmentNameFor,
+          /*peeks=*/true};
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -9,7 +9,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(TransportUnderTest{
         "socket", [](const Config& c, const PeerDirectory& d, const std::vector<int>&, std::unique_ptr<Transport>* out) {
           return transport::socket::createTransport(c, d, out);
-        }}),
+        }, nullptr, nullptr, /*peeks=*/true}),
     transportParamName);
 
 }  // namespace coll::test

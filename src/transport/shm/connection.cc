@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "base/wire_tag.h"
 #include "reduce/reduce.h"
 #include "reduce/stream_copy.h"
 #include "transport/shm/cma.h"
@@ -206,10 +207,7 @@ Status ShmConnection::checkSlot(const SlotHeader& h, const RecvRequest& r) const
   if (h.magic != kSlotMagic || !(inline_data || (h.kind == SlotKind::cma_descriptor && e_.read_peer)))
     return transportError(format("%s wrote a malformed slot", peerName().c_str()), e_.peer);
   if (h.tag != r.tag || h.bytes != r.bytes) {
-    return mismatchError(
-        format("peer %d sent message tag %#llx of %llu bytes where tag %#llx of %zu bytes was expected (the ranks "
-               "issued different collectives, counts or types)", e_.peer, static_cast<unsigned long long>(h.tag),
-               static_cast<unsigned long long>(h.bytes), static_cast<unsigned long long>(r.tag), r.bytes), e_.peer);
+    return messageMismatch(e_.peer, h.tag, h.bytes, r.tag, r.bytes);
   }
   if (inline_data && (h.offset != r.offset || h.length > e_.inbound.payloadBytes() || h.length > r.bytes - r.offset ||
                       (h.length == 0 && r.bytes > 0)))
@@ -344,11 +342,12 @@ Status ShmConnection::peerStatus(bool check_process) const {
   return Status::ok();
 }
 
-bool ShmConnection::unreadTag(uint64_t* tag) const {
+bool ShmConnection::unreadMessage(uint64_t* tag, uint64_t* bytes) {
   if (!recvs_.empty() || e_.inbound.control->head.load(kAcquire) <= tail_) return false;
   const auto* h = reinterpret_cast<const SlotHeader*>(e_.inbound.slot(tail_));
   if (h->magic != kSlotMagic || h->offset != 0) return false;
   *tag = h->tag;
+  *bytes = h->bytes;
   return true;
 }
 

@@ -460,8 +460,8 @@ Status ShmTransport::boardPeersStatus(uint64_t sequence, Clock::time_point now, 
   for (auto& [rank, conn] : connections_) {
     if (board_->posted(rank, sequence)) continue;
     COLL_RETURN_IF_ERROR(conn->peerStatus(check_process));
-    uint64_t tag = 0;
-    if (conn->unreadTag(&tag) && other_op(tag) && !board_->posted(rank, sequence))
+    uint64_t tag = 0, bytes = 0;
+    if (conn->unreadMessage(&tag, &bytes) && other_op(tag) && !board_->posted(rank, sequence))
       return mismatchError(format("peer %d sent rank %d a message of another collective instead of posting board op "
                                   "%llu: the ranks disagree about the call (one of them took the message path for it)",
                                   rank, dir_.rank, static_cast<unsigned long long>(sequence)), rank);

@@ -1,6 +1,9 @@
 #include "transport/socket/connection.h"
 
+#include <sys/socket.h>
+
 #include "base/log.h"
+#include "base/wire_tag.h"
 
 namespace coll::transport::socket {
 
@@ -58,6 +61,20 @@ void SocketConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t
   if (!s.receiving) startRecv(s);
 }
 
+bool SocketConnection::unreadMessage(uint64_t* tag, uint64_t* bytes) {
+  if (!failure_.isOk() || streams_.empty()) return false;
+  for (const auto& s : streams_)
+    if (!s->recvs.empty()) return false;
+  Stream& next = *streams_[recvs_posted_ % streams_.size()];
+  MessageHeader h{};
+  if (::recv(next.socket.native_handle(), &h, sizeof h, MSG_PEEK | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof h) ||
+      h.magic != kDataMagic)
+    return false;
+  *tag = h.tag;
+  *bytes = h.bytes;
+  return true;
+}
+
 void SocketConnection::startSend(Stream& s) {
   if (s.sends.empty() || !failure_.isOk()) return;
   s.sending = true;
@@ -96,10 +113,7 @@ void SocketConnection::onHeader(Stream& s) {
   }
   if (h.tag != r.tag || h.bytes != r.bytes) {
     s.receiving = false;
-    return fail(mismatchError(
-        format("peer %d sent message tag %#llx of %llu bytes where tag %#llx of %zu bytes was expected (the ranks "
-               "issued different collectives, counts or types)", peer_, static_cast<unsigned long long>(h.tag),
-               static_cast<unsigned long long>(h.bytes), static_cast<unsigned long long>(r.tag), r.bytes), peer_));
+    return fail(messageMismatch(peer_, h.tag, h.bytes, r.tag, r.bytes));
   }
   asio::async_read(s.socket, asio::buffer(r.data, r.bytes), [this, &s](const boost::system::error_code& ec, size_t) {
     s.receiving = false;

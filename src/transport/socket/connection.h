@@ -24,6 +24,8 @@ class SocketConnection : public Connection {
   std::string describe() const override;
   void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
   void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
+  // Peeks (MSG_PEEK) at the header of the next message, on the stream it will come by.
+  bool unreadMessage(uint64_t* tag, uint64_t* bytes) override;
 
   // Fails everything posted, now and later, with `status`, and closes the streams.
   void fail(const Status& status);

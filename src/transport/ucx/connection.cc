@@ -3,6 +3,7 @@
 #include <ucs/config/global_opts.h>
 
 #include "base/log.h"
+#include "base/wire_tag.h"
 #include "transport/ucx/tag.h"
 #include "transport/ucx/worker.h"
 
@@ -192,10 +193,7 @@ bool UcxConnection::poll() {
 Status UcxConnection::checkMessage(const ucp_tag_recv_info_t& info, uint64_t tag, size_t bytes) const {
   uint64_t sent_tag = payloadOf(info.sender_tag);
   if (sent_tag == (tag & kPayloadMask) && info.length == bytes) return Status::ok();
-  return mismatchError(
-      format("peer %d sent message tag %#llx of %zu bytes where tag %#llx of %zu bytes was expected (the ranks issued "
-             "different collectives, counts or types)", s_.peer, static_cast<unsigned long long>(sent_tag), info.length,
-             static_cast<unsigned long long>(tag), bytes), s_.peer);
+  return messageMismatch(s_.peer, sent_tag, info.length, tag & kPayloadMask, bytes);
 }
 
 void UcxConnection::startRecv(Pending* p, void* data, size_t bytes, ucp_tag_message_h msg) {

@@ -6,8 +6,10 @@
 //   63 ........ 44 | 43      | 42 ............. 0
 //   sender rank    | control | coll tag, low 43 bits
 //
-// coll's tags are (sequence << 8 | op kind): 43 bits leave 35 bits of sequence number, so two
-// ops are told apart until 34 billion ops apart. Control messages (hello, goodbye) have the
+// coll's tags (base/wire_tag.h) hold the call (kind, type, op, a check of count, root and
+// algorithm) in their low 32 bits and the sequence above: 43 bits keep 11 bits of sequence,
+// enough to tell apart the neighbouring calls a disagreement mixes up (matching itself is
+// FIFO per sender, not by sequence). Control messages (hello, goodbye) have the
 // control bit set and are matched by their exact tag, so they never overtake data in matching.
 #pragma once
 

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "base/log.h"
+#include "base/wire_tag.h"
 
 namespace coll::transport::verbs {
 namespace {
@@ -285,10 +286,7 @@ void VerbsConnection::consumeFront() {
   Arrived a = arrived_.front();
   RecvOp& r = recvs_.front();
   if (a.header.offset == 0 && (a.header.tag != r.tag || a.header.total_bytes != r.bytes)) {
-    Status st = mismatchError(
-        format("peer %d sent message tag %#llx of %zu bytes where tag %#llx of %zu bytes was expected (the ranks issued "
-               "different collectives, counts or types)", s_.peer, static_cast<unsigned long long>(a.header.tag),
-               static_cast<size_t>(a.header.total_bytes), static_cast<unsigned long long>(r.tag), r.bytes), s_.peer);
+    Status st = messageMismatch(s_.peer, a.header.tag, a.header.total_bytes, r.tag, r.bytes);
     complete(r.cookie, st);
     recvs_.pop_front();
     return fail(st);
