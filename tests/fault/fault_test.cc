@@ -3,10 +3,13 @@
 // that disagree about the call (count, type, collective), and a rank holding the wrong job
 // secret. The invariant under test (DESIGN.md): no hang; every survivor fails with PeerLost,
 // Timeout (or Mismatch) within 2 x COLL_TIMEOUT, with a message that names the op and a peer,
-// and the error sticks (later ops fail at once).
+// and the error sticks (later ops fail at once). A killed rank is more than that: its death is
+// detected, so the KillRank cases require PeerLost naming it within kDetectSeconds, under a
+// deadline four times as long that could not have produced the error in time.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +31,13 @@ const bool kEnvSet = [] {
   ::setenv("COLL_TIMEOUT", "10", 1);
   return true;
 }();
+
+// The KillRank cases: each rank's op deadline (CommOptions::timeout), and the bound within
+// which the survivors must have reported the death. The library reports in 0.05-0.30 s
+// (docs/RELIABILITY.md); 5 s leaves room for a loaded 2-core machine, and a Timeout cannot
+// come before 20 s, so passing proves the death was detected, not waited out.
+constexpr std::chrono::seconds kKillTimeout{20};
+constexpr double kDetectSeconds = 5.0;
 
 constexpr int kFlagStickyChecked = 1;
 constexpr int kPhaseFailed = 2;
@@ -86,31 +96,68 @@ void waitForPhase(RankSlot* slots, int n, int skip, int phase, std::chrono::seco
   }
 }
 
-// The survivors' verdict: each failed with PeerLost or Timeout within 2 x COLL_TIMEOUT of the
-// fault, naming the op and a peer.
+// What every survivor of any fault must show: a clean exit, a failure after the fault that
+// names the op and a peer, and an error that stuck. Returns seconds from fault to failure.
+double expectCleanFailure(const RankOutcome& o, int64_t fault_ns) {
+  EXPECT_TRUE(o.exited && o.exit_code == 0);
+  double seconds = (o.error_time_ns - fault_ns) / 1e9;
+  EXPECT_GT(o.error_time_ns, fault_ns) << "failed before the fault";
+  EXPECT_NE(o.message.find("allreduce #"), std::string::npos) << "the message does not name the op";
+  EXPECT_NE(o.message.find("peer "), std::string::npos) << "the message does not name a peer";
+  EXPECT_TRUE(o.flags & kFlagStickyChecked);
+  return seconds;
+}
+
+// The survivors' verdict for a silent or aborting rank: each failed with PeerLost or Timeout
+// within 2 x COLL_TIMEOUT of the fault, naming the op and a peer.
 void expectSurvivorsFailedCleanly(const std::vector<RankOutcome>& outcomes, int victim, int64_t fault_ns) {
   for (const RankOutcome& o : outcomes) {
     if (o.rank == victim) continue;
     SCOPED_TRACE(o.describe());
-    EXPECT_TRUE(o.exited && o.exit_code == 0);
+    double seconds = expectCleanFailure(o, fault_ns);
     auto code = static_cast<ErrorCode>(o.error_code);
     EXPECT_TRUE(code == ErrorCode::PeerLost || code == ErrorCode::Timeout)
         << "error code " << o.error_code << " (" << (o.error_code ? codeName(code) : "none") << ")";
-    double seconds = (o.error_time_ns - fault_ns) / 1e9;
-    EXPECT_GT(o.error_time_ns, fault_ns) << "failed before the fault";
     EXPECT_LT(seconds, 2.0 * kTimeoutSeconds) << "took " << seconds << " s after the fault";
-    EXPECT_NE(o.message.find("allreduce #"), std::string::npos) << "the message does not name the op";
-    EXPECT_NE(o.message.find("peer "), std::string::npos) << "the message does not name a peer";
-    EXPECT_TRUE(o.flags & kFlagStickyChecked);
     std::cout << "rank " << o.rank << " failed " << seconds << " s after the fault: " << o.message << "\n";
   }
 }
 
-TEST(KillRank, SurvivorsFailWithinTwiceTheTimeout) {
+// Whether `message` names rank r as a peer or a rank ("peer 2 (pid ...", "rank 2 did not
+// answer"), as a whole number: "peer 2" must not match "peer 23".
+bool namesRank(const std::string& message, int r) {
+  for (const char* word : {"peer ", "rank "}) {
+    const std::string key = word + std::to_string(r);
+    for (size_t at = message.find(key); at != std::string::npos; at = message.find(key, at + 1)) {
+      size_t end = at + key.size();
+      if (end == message.size() || !std::isdigit(static_cast<unsigned char>(message[end]))) return true;
+    }
+  }
+  return false;
+}
+
+// The survivors' verdict for a killed rank: each detected the death, failing with PeerLost
+// (never Timeout) that names the dead rank, within kDetectSeconds of the SIGKILL.
+void expectSurvivorsDetectedDeath(const std::vector<RankOutcome>& outcomes, int victim, int64_t kill_ns) {
+  for (const RankOutcome& o : outcomes) {
+    if (o.rank == victim) continue;
+    SCOPED_TRACE(o.describe());
+    double seconds = expectCleanFailure(o, kill_ns);
+    auto code = static_cast<ErrorCode>(o.error_code);
+    EXPECT_EQ(code, ErrorCode::PeerLost) << "error code " << o.error_code << " ("
+                                         << (o.error_code ? codeName(code) : "none") << ")";
+    EXPECT_LT(seconds, kDetectSeconds) << "the death was reported " << seconds << " s after the SIGKILL";
+    EXPECT_TRUE(namesRank(o.message, victim)) << "the message does not name the dead rank " << victim;
+    std::cout << "rank " << o.rank << " failed " << seconds << " s after the SIGKILL: " << o.message << "\n";
+  }
+}
+
+TEST(KillRank, SurvivorsReportTheDeadRankPromptly) {
   const int n = 4, victim = 2;
   int64_t kill_ns = 0;
   RunOptions options;
   options.deadline = std::chrono::seconds(75);
+  options.comm_timeout = kKillTimeout;
   options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
     if (!waitForProgress(slots, n, 3)) return;  // the runner's deadline and the checks below report it
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -120,15 +167,16 @@ TEST(KillRank, SurvivorsFailWithinTwiceTheTimeout) {
   auto outcomes = runRanks(n, loopUntilFailure, options);
   ASSERT_NE(kill_ns, 0) << "the ranks never completed 3 all-reduces";
   EXPECT_EQ(outcomes[victim].signal, SIGKILL) << outcomes[victim].describe();
-  expectSurvivorsFailedCleanly(outcomes, victim, kill_ns);
+  expectSurvivorsDetectedDeath(outcomes, victim, kill_ns);
 }
 
 // Ranks waiting on the board for a rank that died notice it (its process, checked every 50 ms).
-TEST(KillRank, SurvivorsOnTheBoardFailWithinTwiceTheTimeout) {
+TEST(KillRank, SurvivorsOnTheBoardReportTheDeadRankPromptly) {
   const int n = 3, victim = 1;
   int64_t kill_ns = 0;
   RunOptions options;
   options.deadline = std::chrono::seconds(75);
+  options.comm_timeout = kKillTimeout;
   options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
     if (!waitForProgress(slots, n, 100)) return;
     kill_ns = nowNs();
@@ -138,16 +186,18 @@ TEST(KillRank, SurvivorsOnTheBoardFailWithinTwiceTheTimeout) {
   auto outcomes = runRanks(n, [](Communicator& c, Rank& self) { loopUntilFailureOf(c, self, 16); }, options);
   ASSERT_NE(kill_ns, 0) << "the ranks never completed 100 all-reduces";
   EXPECT_EQ(outcomes[victim].signal, SIGKILL) << outcomes[victim].describe();
-  expectSurvivorsFailedCleanly(outcomes, victim, kill_ns);
+  expectSurvivorsDetectedDeath(outcomes, victim, kill_ns);
 }
 
 // A rank that notices the loss fails its communicator and closes its connections, so ranks
-// that are not neighbours of the dead one fail fast too, not at their own deadline.
+// that are not neighbours of the dead one fail fast too, not at their own deadline (20 s
+// here, against the 5 s the verdict allows).
 TEST(KillRank, FailureSpreadsWithoutWaitingForTheTimeout) {
   const int n = 4, victim = 2;
   int64_t kill_ns = 0;
   RunOptions options;
   options.deadline = std::chrono::seconds(75);
+  options.comm_timeout = kKillTimeout;
   options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
     if (!waitForProgress(slots, n, 3)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -156,12 +206,7 @@ TEST(KillRank, FailureSpreadsWithoutWaitingForTheTimeout) {
   };
   auto outcomes = runRanks(n, loopUntilFailureThenLinger, options);
   ASSERT_NE(kill_ns, 0) << "the ranks never completed 3 all-reduces";
-  expectSurvivorsFailedCleanly(outcomes, victim, kill_ns);
-  for (const RankOutcome& o : outcomes)
-    if (o.rank != victim) {
-      EXPECT_LT((o.error_time_ns - kill_ns) / 1e9, kTimeoutSeconds / 2.0)
-          << "rank " << o.rank << " learned of the loss only from its own deadline";
-    }
+  expectSurvivorsDetectedDeath(outcomes, victim, kill_ns);
 }
 
 // The state letter of /proc/<pid>/stat ('T': stopped; '?': unreadable).

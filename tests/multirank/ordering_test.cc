@@ -5,9 +5,12 @@
 // waiters running them inline).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "multirank/rank_runner.h"
 #include "multirank/typed_data.h"
@@ -15,28 +18,130 @@
 namespace coll::test {
 namespace {
 
-// buf = (rank+1)·f(i); broadcast from the last rank; sum; max; sum again; broadcast from 0.
-// In order that is n·n·n·f(i); any other order of the first three gives something else for
-// n > 1 (e.g. sum first: n(n+1)/2 ...).
+// --- chains of in-place ops on one buffer, and a reference that runs them on all ranks ----
+//
+// Each op of a chain reads what the previous one left, and the chains are built so that the
+// order shows: reduce leaves every rank but the root as it was, so the ranks' buffers stay
+// different, and a broadcast from one root or another then picks different values. The
+// reference below runs a chain on every rank's buffer at once; chainIsOrderSensitive checks,
+// for the world size at hand, that swapping any two neighbouring ops or dropping any one
+// changes some rank's result, so the test would see a reordering, not just trust one.
+
+struct ChainOp {
+  enum Kind { kAllreduce, kReduce, kBroadcast } kind;
+  ReduceOp op;  // kAllreduce, kReduce
+  int root;     // kReduce, kBroadcast
+};
+
+using Buffers = std::vector<std::vector<int64_t>>;  // one per rank
+
+int64_t combine(ReduceOp op, int64_t a, int64_t b) { return op == ReduceOp::max ? std::max(a, b) : a + b; }
+
+std::vector<int64_t> reduceAll(const Buffers& bufs, ReduceOp op) {
+  std::vector<int64_t> out = bufs[0];
+  for (size_t r = 1; r < bufs.size(); ++r)
+    for (size_t i = 0; i < out.size(); ++i) out[i] = combine(op, out[i], bufs[r][i]);
+  return out;
+}
+
+void applyReference(const ChainOp& c, Buffers* bufs) {
+  const int n = static_cast<int>(bufs->size());
+  if (c.kind == ChainOp::kBroadcast) {
+    std::vector<int64_t> from = (*bufs)[c.root % n];
+    for (auto& b : *bufs) b = from;
+  } else if (c.kind == ChainOp::kReduce) {
+    (*bufs)[c.root % n] = reduceAll(*bufs, c.op);
+  } else {
+    std::vector<int64_t> all = reduceAll(*bufs, c.op);
+    for (auto& b : *bufs) b = all;
+  }
+}
+
+Buffers runReference(const std::vector<ChainOp>& chain, Buffers bufs) {
+  for (const ChainOp& c : chain) applyReference(c, &bufs);
+  return bufs;
+}
+
+Work issue(Communicator& comm, const ChainOp& c, int64_t* p, size_t count) {
+  const int root = c.root % comm.size();
+  switch (c.kind) {
+    case ChainOp::kBroadcast: return comm.broadcast(p, p, count, DataType::i64, root);
+    case ChainOp::kReduce: return comm.reduce(p, p, count, DataType::i64, c.op, root);
+    case ChainOp::kAllreduce: break;
+  }
+  return comm.allreduce(p, p, count, DataType::i64, c.op);
+}
+
+// Rank r's starting buffer: depends on rank and index, so no two ranks start alike.
+std::vector<int64_t> startOf(int r, size_t count) {
+  std::vector<int64_t> v(count);
+  for (size_t i = 0; i < count; ++i)
+    v[i] = (r + 1) * static_cast<int64_t>(i % 11 + 1) + 3 * ((r * 5 + static_cast<int>(i)) % 7);
+  return v;
+}
+
+Buffers startsOf(int n, size_t count) {
+  Buffers bufs;
+  for (int r = 0; r < n; ++r) bufs.push_back(startOf(r, count));
+  return bufs;
+}
+
+// True when, on n ranks, every swap of neighbouring ops and every dropped op changes the result.
+bool chainIsOrderSensitive(const std::vector<ChainOp>& chain, int n, std::string* why) {
+  const Buffers start = startsOf(n, 23), in_order = runReference(chain, start);
+  for (size_t k = 0; k + 1 < chain.size(); ++k) {
+    std::vector<ChainOp> swapped = chain;
+    std::swap(swapped[k], swapped[k + 1]);
+    if (runReference(swapped, start) == in_order) *why += strprintf(" swapping ops %zu and %zu;", k, k + 1);
+  }
+  for (size_t k = 0; k < chain.size(); ++k) {
+    std::vector<ChainOp> dropped = chain;
+    dropped.erase(dropped.begin() + static_cast<long>(k));
+    if (runReference(dropped, start) == in_order) *why += strprintf(" dropping op %zu;", k);
+  }
+  return why->empty();
+}
+
+// Each rank's buffer after the chain must equal the reference's for that rank.
+void expectReference(const std::vector<ChainOp>& chain, const std::vector<int64_t>& got, int n, int rank) {
+  const std::vector<int64_t> want = runReference(chain, startsOf(n, got.size()))[rank];
+  for (size_t i = 0; i < got.size(); ++i)
+    RANK_CHECK(got[i] == want[i], "element %zu is %lld, expected %lld (ops ran out of order?)", i,
+               static_cast<long long>(got[i]), static_cast<long long>(want[i]));
+}
+
+// The power check is the same on every rank: rank 0 reports it (one rank has nothing to order).
+void expectOrderSensitive(const std::vector<ChainOp>& chain, int n, int rank) {
+  std::string why;
+  if (n > 1 && rank == 0) RANK_CHECK(chainIsOrderSensitive(chain, n, &why), "the chain cannot see:%s", why.c_str());
+}
+
+// `first`, then `ops - 1` more: a reduce (sum) to a root and a broadcast from that root, in
+// turn, the root going round 2, 3, 1 (mod n). Each pair multiplies by about n only in this
+// order (a broadcast before its reduce spreads the old value and leaves the root alone).
+std::vector<ChainOp> reduceBroadcastPairsAfter(ChainOp first, int ops) {
+  const int kRoots[] = {2, 3, 1};
+  std::vector<ChainOp> chain = {first};
+  for (int k = 1; k < ops; ++k) {
+    const int root = kRoots[(k - 1) / 2 % 3];
+    if (k % 2 == 1) chain.push_back({ChainOp::kReduce, ReduceOp::sum, root});
+    else chain.push_back({ChainOp::kBroadcast, ReduceOp::sum, root});
+  }
+  return chain;
+}
+
+// A max to rank 0 first (the others keep their own data), then three reduce/broadcast pairs.
+const std::vector<ChainOp> kChain = reduceBroadcastPairsAfter({ChainOp::kReduce, ReduceOp::max, 0}, 7);
+
 void chainOnOneBuffer(Communicator& comm, Rank&) {
   const int n = comm.size(), rank = comm.rank();
-  const size_t count = 5003;
-  std::vector<int64_t> buf(count);
-  auto f = [](size_t i) { return static_cast<int64_t>(i % 11) + 1; };
-  for (size_t i = 0; i < count; ++i) buf[i] = (rank + 1) * f(i);
-  void* p = buf.data();
+  expectOrderSensitive(kChain, n, rank);
+  std::vector<int64_t> buf = startOf(rank, 5003);
   std::vector<Work> works;
-  works.push_back(comm.broadcast(p, p, count, DataType::i64, n - 1));
-  works.push_back(comm.allreduce(p, p, count, DataType::i64, ReduceOp::sum));
-  works.push_back(comm.allreduce(p, p, count, DataType::i64, ReduceOp::max));
-  works.push_back(comm.allreduce(p, p, count, DataType::i64, ReduceOp::sum));
-  works.push_back(comm.broadcast(p, p, count, DataType::i64, 0));
+  for (const ChainOp& c : kChain) works.push_back(issue(comm, c, buf.data(), buf.size()));
   works.back().wait();
   for (const Work& w : works) RANK_CHECK(w.test() && !w.error(), "an earlier op is not done after the last one");
-  const int64_t nn = static_cast<int64_t>(n) * n * n;
-  for (size_t i = 0; i < count; ++i)
-    RANK_CHECK(buf[i] == nn * f(i), "element %zu is %lld, expected %lld (ops ran out of order?)", i,
-               static_cast<long long>(buf[i]), static_cast<long long>(nn * f(i)));
+  expectReference(kChain, buf, n, rank);
 }
 
 // Many independent ops of mixed kinds, sizes and types, waited only at the end.
@@ -165,26 +270,25 @@ void opsNobodyWaitsOnStillFinish(Communicator& comm, Rank&) {
   RANK_CHECK(a[4098] == n && b[16] == 2.0f * n, "wrong sums: %g %g", a[4098], b[16]);
 }
 
+// Twelve ops on one buffer that must run in issue order, each once: an all-reduce (max), then
+// reduce/broadcast pairs as above, the last a reduce alone.
+std::vector<ChainOp> twelveOps() { return reduceBroadcastPairsAfter({ChainOp::kAllreduce, ReduceOp::max, 0}, 12); }
+
 // Several threads wait on one communicator's ops in different orders, so whichever runs them
 // inline runs someone else's too: they must still run in issue order, each exactly once.
 void threadsWaitOnEachOthersOps(Communicator& comm, Rank&) {
-  const int n = comm.size();
-  const size_t count = 1001;
-  std::vector<int64_t> chain(count, comm.rank() + 1);
+  const int n = comm.size(), rank = comm.rank();
+  const std::vector<ChainOp> chain = twelveOps();
+  expectOrderSensitive(chain, n, rank);
+  std::vector<int64_t> buf = startOf(rank, 1001);
   std::vector<Work> works;
-  for (int k = 0; k < 12; ++k) works.push_back(comm.allreduce(chain.data(), chain.data(), count, DataType::i64,
-                                                              k % 2 ? ReduceOp::max : ReduceOp::sum));
+  for (const ChainOp& c : chain) works.push_back(issue(comm, c, buf.data(), buf.size()));
   std::thread backwards([&] { for (int k = 11; k >= 0; k -= 2) works[k].wait(); });
   std::thread evens([&] { for (int k = 0; k < 12; k += 2) works[k].wait(); });
   works[5].wait();
   backwards.join();
   evens.join();
-  // sum of (rank+1) = n(n+1)/2, then max leaves it, then sum multiplies by n: 6 sums in all.
-  int64_t want = static_cast<int64_t>(n) * (n + 1) / 2;
-  for (int k = 1; k < 6; ++k) want *= n;
-  for (size_t i = 0; i < count; ++i)
-    RANK_CHECK(chain[i] == want, "element %zu is %lld, expected %lld", i, static_cast<long long>(chain[i]),
-               static_cast<long long>(want));
+  expectReference(chain, buf, n, rank);
 }
 
 class Ordering : public ::testing::TestWithParam<int> {};

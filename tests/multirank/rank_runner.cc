@@ -64,7 +64,8 @@ void copyMessage(RankSlot* slot, const std::string& text) {
 }
 
 // The communicator-making body runRanks gives runProcesses.
-void withCommunicator(const RankBody& body, Rank& self, const std::string& address, const std::string& secret) {
+void withCommunicator(const RankBody& body, Rank& self, const std::string& address, const std::string& secret,
+                      std::chrono::milliseconds timeout) {
   std::unique_ptr<Communicator> comm;
   try {
     CommOptions o;
@@ -72,6 +73,7 @@ void withCommunicator(const RankBody& body, Rank& self, const std::string& addre
     o.size = self.size;
     o.store_address = address;
     o.secret = secret;
+    o.timeout = timeout;
     comm = Communicator::create(o);
   } catch (const Error& e) {
     recordError(e);
@@ -168,7 +170,7 @@ std::string RankOutcome::describe() const {
 std::vector<RankOutcome> runRanks(int n, const RankBody& body, const RunOptions& options) {
   return runProcesses(
       n, [&](Rank& self, const std::string& address, const std::string& secret) {
-        withCommunicator(body, self, address, secret);
+        withCommunicator(body, self, address, secret, options.comm_timeout);
       }, options);
 }
 

@@ -54,6 +54,9 @@ struct RunOptions {
   std::chrono::milliseconds deadline{90'000};  // whole run; children still alive are SIGKILLed
   // The secret each rank uses; unset or returning "": the store's.
   std::function<std::string(int rank)> secret_for;
+  // runRanks only: each rank's CommOptions::timeout (every op's deadline); zero: COLL_TIMEOUT.
+  // A test that must tell detection from a deadline sets it well above the bound it asserts.
+  std::chrono::milliseconds comm_timeout{0};
   // Runs in the parent while the children run (after all forks), e.g. to kill one of them.
   // It must return in bounded time: the deadline is enforced only after it returns.
   std::function<void(const std::vector<pid_t>& pids, RankSlot* slots)> parent_action;

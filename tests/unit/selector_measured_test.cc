@@ -2,10 +2,16 @@
 // docs/perf/selector_{2x2,4x2}.log as committed in 5b178d8 (netcluster at 1gbit,
 // bench/scripts/selector_table.sh, 2026-11-23, before socket polling), the topology its probe
 // agreed (tests/data/netcluster/*.json, figures copied from the log's TOPO lines) and the
-// log's table of every algorithm forced at each size. The cost model's choice on that
-// topology must be within 10% of the fastest forced algorithm at the sizes counted below: a
-// model change that moves choices away from what was measured fails here, offline, without
-// the cluster.
+// log's table of every algorithm forced at each size. A choice "hits" at a size when the
+// algorithm the cost model picks on that topology was within 10% of the fastest forced one.
+//
+// Two kinds of test, named for what they are:
+// - SelectorMeasured.*MeetsTarget: evidence. The bar is issue 4's target, set before these
+//   figures were known: over all start-ups of a setup, the choice hits at 90% of the sizes.
+// - SelectorMeasuredChangeDetector.*: each start-up's hit count must not drop below what the
+//   model scores today (the numbers are today's scores, not a target). They catch a model
+//   change that moves choices away from what was measured, offline, without the cluster; when
+//   a deliberate change improves a count, raise it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -117,35 +123,55 @@ int withinTenPercent(const Topology& t, const std::vector<Row>& table, std::stri
   return within;
 }
 
-// loaded_us > 0 replaces each start-up's loaded step (what-if: a probe that measured another
-// busy-step cost). target: every start-up together must reach 90% (issue 4's bar).
-void check(const char* setup, const std::vector<Row>& table, std::vector<int> at_least, bool target = true,
-           double loaded_us = 0) {
-  int total = 0;
-  for (size_t i = 0; i < at_least.size(); ++i) {
+// Each start-up's hit count on `setup`'s tables; loaded_us > 0 replaces each start-up's loaded
+// step (what-if: a probe that measured another busy-step cost).
+std::vector<int> hitsPerStartUp(const char* setup, const std::vector<Row>& table, int start_ups,
+                                double loaded_us = 0) {
+  std::vector<int> hits;
+  for (int i = 1; i <= start_ups; ++i) {
     std::string misses;
-    Topology t = load(format("%s_start%zu", setup, i + 1));
+    Topology t = load(format("%s_start%d", setup, i));
     if (loaded_us > 0) t.loaded_step_s = loaded_us * 1e-6;
-    const int within = withinTenPercent(t, table, &misses);
-    std::printf("%s start-up %zu: within 10%% at %d of %zu sizes;%s\n", setup, i + 1, within, table.size(),
+    hits.push_back(withinTenPercent(t, table, &misses));
+    std::printf("%s start-up %d: within 10%% at %d of %zu sizes;%s\n", setup, i, hits.back(), table.size(),
                 misses.empty() ? " no misses" : (" misses" + misses).c_str());
-    EXPECT_GE(within, at_least[i]) << setup << " start-up " << i + 1 << ", misses" << misses;
-    total += within;
   }
-  if (target) {
-    EXPECT_GE(total, 0.9 * static_cast<double>(table.size() * at_least.size())) << setup;
-  }
+  return hits;
 }
+
+// Evidence: issue 4's target, hits at 90% of (start-up, size) pairs of the setup.
+void expectTarget(const char* setup, const std::vector<Row>& table) {
+  const std::vector<int> hits = hitsPerStartUp(setup, table, 4);
+  int total = 0;
+  for (int h : hits) total += h;
+  EXPECT_GE(total, 0.9 * static_cast<double>(table.size() * hits.size()))
+      << setup << ": " << total << " hits of " << table.size() * hits.size();
+}
+
+// Change detector: each start-up's hits at least today's.
+void expectNoFewerHits(const char* setup, const std::vector<Row>& table, const std::vector<int>& today,
+                       double loaded_us = 0) {
+  const std::vector<int> hits = hitsPerStartUp(setup, table, static_cast<int>(today.size()), loaded_us);
+  for (size_t i = 0; i < today.size(); ++i)
+    EXPECT_GE(hits[i], today[i]) << setup << " start-up " << i + 1 << " lost hits it has today";
+}
+
+TEST(SelectorMeasured, TwoHostsOfTwoMeetsTarget) { expectTarget("2x2", k2x2); }
+TEST(SelectorMeasured, FourHostsOfTwoMeetsTarget) { expectTarget("4x2", k4x2); }
+TEST(SelectorMeasured, TwoHostsOfTwoFinalMeetsTarget) { expectTarget("2x2_final", k2x2Final); }
+// No such test for 4 x 2 after socket polling: the model does not meet the target there (40
+// hits of 48 today; the misses and their cause are in the comment above FourHostsOfTwoFinal
+// below). Only the change detector guards it.
 
 // The one miss of every 2 x 2 start-up is 8 KiB: hierarchical (147 us) for rd (129). Its 4
 // steps cost ~36 us each there, more than the probe's loaded step (19-29 us) says.
-TEST(SelectorMeasured, TwoHostsOfTwo) { check("2x2", k2x2, {12, 12, 12, 12}); }
+TEST(SelectorMeasuredChangeDetector, TwoHostsOfTwo) { expectNoFewerHits("2x2", k2x2, {12, 12, 12, 12}); }
 // 8 B, where rhd (179 us) beat rd (244 us, but 200-206 at 32-512 B), goes to rd wherever the
 // idle inter-host α came out in its upper mode (30 us: start-ups 2 and 4), which floors
 // rhd's mostly idle steps. Start-up 2's probe saw no contention at all (loaded step 30.8 us
 // against the 57-75 us steps cost), so at 8 KiB the tree's 6 steps look cheaper than rd's
 // link time (tree 358 us measured, rd 271).
-TEST(SelectorMeasured, FourHostsOfTwo) { check("4x2", k4x2, {12, 10, 12, 11}); }
+TEST(SelectorMeasuredChangeDetector, FourHostsOfTwo) { expectNoFewerHits("4x2", k4x2, {12, 10, 12, 11}); }
 
 // On the code after socket polling the probe's loaded step (5.4-15.7 us on 2 x 2, 17.5-28.9 on
 // 4 x 2) undercounts what a step of a real op costs there: a ring all-reduce of 32-512 B took
@@ -154,17 +180,24 @@ TEST(SelectorMeasured, FourHostsOfTwo) { check("4x2", k4x2, {12, 10, 12, 11}); }
 // step came out under 10 us; 4 x 2 misses 8 B (rd for direct or rhd) and 8 KiB (hierarchical's
 // 8 steps look cheaper than the tree's link time) under 24 us, and 1 MiB everywhere (ring 0.89
 // of hierarchical there, 0.97-1.10 at 256 KiB-64 MiB).
-TEST(SelectorMeasured, TwoHostsOfTwoFinal) { check("2x2_final", k2x2Final, {13, 12, 12, 13}); }
-TEST(SelectorMeasured, FourHostsOfTwoFinal) { check("4x2_final", k4x2Final, {9, 11, 9, 11}, false); }
+TEST(SelectorMeasuredChangeDetector, TwoHostsOfTwoFinal) {
+  expectNoFewerHits("2x2_final", k2x2Final, {13, 12, 12, 13});
+}
+TEST(SelectorMeasuredChangeDetector, FourHostsOfTwoFinal) {
+  expectNoFewerHits("4x2_final", k4x2Final, {9, 11, 9, 11});
+}
 
-// The model's formulas rank the algorithms as measured once a busy step is charged what a
-// real op's step cost in the same runs (ring's time at 128 B over its 2(n-1) steps: 80.93 / 6
-// on 2 x 2, 388.77 / 14 on 4 x 2): every start-up reaches the target. What is left is the
-// probe's figure, not the formulas (bench/scripts/selector_offline.py --loaded-us sweeps it:
-// 2 x 2 reaches 13/13 for a busy step of 10-32 us, 4 x 2 11/12 for 27-34 us).
-TEST(SelectorMeasured, FinalWithAnOpsStepCost) {
-  check("2x2_final", k2x2Final, {13, 13, 13, 13}, true, 80.93 / 6);
-  check("4x2_final", k4x2Final, {11, 11, 11, 11}, true, 388.77 / 14);
+// A what-if, not evidence about the selector: the busy step is charged what a real op's step
+// cost, a figure fitted from the very tables it is scored against (ring's time at 128 B over
+// its 2(n-1) steps: 80.93 / 6 on 2 x 2, 388.77 / 14 on 4 x 2), and the counts are today's. It
+// pins that, given that one figure, the model's formulas rank the algorithms as measured at
+// every start-up (2 x 2: 13 of 13; 4 x 2: 11 of 12), so a change to the formulas that loses
+// this fails here; what is left is the probe's figure, not the formulas
+// (bench/scripts/selector_offline.py --loaded-us sweeps it: 2 x 2 reaches 13/13 for a busy
+// step of 10-32 us, 4 x 2 11/12 for 27-34 us).
+TEST(SelectorMeasuredChangeDetector, FinalWithAnOpsStepCostFittedToTheTables) {
+  expectNoFewerHits("2x2_final", k2x2Final, {13, 13, 13, 13}, 80.93 / 6);
+  expectNoFewerHits("4x2_final", k4x2Final, {11, 11, 11, 11}, 388.77 / 14);
 }
 
 }  // namespace
