@@ -5,6 +5,7 @@
 #include "algorithms/direct_allreduce.h"
 #include "algorithms/direct_collectives.h"
 #include "algorithms/hierarchical_allreduce.h"
+#include "algorithms/ordered_reduce.h"
 #include "algorithms/ring_collectives.h"
 #include "algorithms/ring_allreduce.h"
 #include "algorithms/rd_allreduce.h"
@@ -44,12 +45,15 @@ const std::vector<AlgorithmInfo>& catalog() {
       {Collective::allreduce, "tree", buildTreeAllreduce},
       {Collective::allreduce, "rhd", buildRhdAllreduce},
       {Collective::allreduce, "rd", buildRdAllreduce},
+      {Collective::allreduce, "ordered", buildOrderedAllreduce},
       {Collective::broadcast, "chain", buildChainBroadcast},
       {Collective::broadcast, "direct", buildDirectBroadcast},
       {Collective::broadcast, "binomial", buildBinomialBroadcast},
       {Collective::reduce, "ring", buildRingReduce},
+      {Collective::reduce, "ordered", buildOrderedReduce},
       {Collective::allgather, "ring", buildRingAllgather},
       {Collective::reducescatter, "ring", buildRingReduceScatter},
+      {Collective::reducescatter, "ordered", buildOrderedReduceScatter},
       {Collective::alltoall, "direct", buildDirectAlltoall},
       {Collective::gather, "direct", buildDirectGather},
       {Collective::scatter, "direct", buildDirectScatter},

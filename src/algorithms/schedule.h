@@ -17,6 +17,10 @@ enum class StepKind : uint8_t {
                // output[offset] = source[offset] op scratch (source: output, or input on first touch)
   copy,        // output[offset, +bytes) = input[offset, +bytes)
   divide,      // output[offset, +bytes) /= nranks (finishes ReduceOp::avg)
+  stash,       // scratch[scratch_offset, +bytes) = output[offset, +bytes): keeps this rank's own
+               // operand (in place) before a receive overwrites it (ordered_reduce.h)
+  combine,     // output[offset] = output[offset] op operand, the operand being input[offset]
+               // (source input) or what stash kept at scratch_offset (source output)
 };
 
 enum class BufferId : uint8_t { input, output };
@@ -27,7 +31,7 @@ struct Step {
   int peer = -1;                       // send / recv / recvReduce
   size_t offset = 0;                   // bytes, in the output (or, for send, the source) buffer
   size_t bytes = 0;
-  size_t scratch_offset = 0;           // recvReduce only
+  size_t scratch_offset = 0;           // recvReduce, stash, combine
   uint32_t phase = 0;                  // the algorithm's step number, for error messages
   uint16_t op_index = 0;               // which op's buffers and tag (several when ops are fused)
   std::vector<uint32_t> deps;          // indices of steps that must finish first

@@ -133,6 +133,9 @@ Config Config::fromEnvironment() {
   int check = 0;
   readInt("COLL_CHECK", 0, 1, &check);
   c.check = check == 1;
+  int deterministic = 0;
+  readInt("COLL_DETERMINISTIC", 0, 1, &deterministic);
+  c.deterministic = deterministic == 1;
   readBucketMb(&c);
   int probe = 1, tune = 0;
   readInt("COLL_PROBE", 0, 1, &probe);

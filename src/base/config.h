@@ -69,6 +69,10 @@ struct Config {
   // COLL_CHECK=1: every collective's call (op, dtype, count, root, algorithm) is compared
   // across ranks before data moves (src/comm/call_check.h). Off: no cost at all.
   bool check = false;
+  // COLL_DETERMINISTIC=1: every reduction (all-reduce, reduce, reduce-scatter) combines its
+  // operands in rank order 0..n-1, so results are bit-identical across runs, algorithms, chunk
+  // sizes and transports for one world size (src/algorithms/ordered_reduce.h says the cost).
+  bool deterministic = false;
   // The trainer's gradient buckets (src/trainer/bucketer.h): the cap of every bucket but the
   // first, as PyTorch DDP's bucket_cap_mb (25 MiB there too).
   size_t bucket_bytes = 25 << 20;              // COLL_BUCKET_MB (MiB, fractions allowed)

@@ -86,6 +86,11 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   COLL_RETURN_IF_ERROR(impl->store_->barrier(impl->key_prefix_ + "init", impl->size_,
                                              transport::Clock::now() + config.timeout));
   if (config.inline_ops) impl->link_->driver = impl.get();
+  // Every op ends by COLL_TIMEOUT from its start; the margin covers what an op does around its
+  // transfers (the ledger's question, closing connections) and a loaded machine.
+  const auto timeout_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(config.timeout).count();
+  impl->link_->stall_limit_ns = timeout_ns + std::max<int64_t>(timeout_ns / 2, 5'000'000'000);
+  impl->link_->beat();
   impl->thread_ = std::thread([p = impl.get()] { p->progressLoop(); });
   COLL_INFO("INIT", "rank %d of %d ready", impl->rank_, impl->size_);
   *out = std::move(impl);
@@ -113,6 +118,7 @@ Status CommunicatorImpl::initSelector(std::vector<topology::AlgoRule> rules) {
   COLL_RETURN_IF_ERROR(topology::buildJobTopology(options, ctx, hosts_, &topo));
   const std::string hash = topo.layoutHash();
   selector_ = std::make_unique<topology::Selector>(std::move(rules), std::move(topo), config_.slice_bytes);
+  selector_->setDeterministic(config_.deterministic);
   if (!config_.tune || size_ == 1) return Status::ok();
   topology::TuningTable table;
   COLL_RETURN_IF_ERROR(topology::autotune(ctx, topology::defaultTuningPath(config_.tune_file, hash), hash,
@@ -194,6 +200,8 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   op.work->sequence = next_sequence_++;
   op.work->op_name = toString(op.kind);
   op.work->link = link_;
+  op.work->watched = !takesP2pEngine(op);  // the engine bounds its own ops
+  op.work->queued_ns = detail::DriverLink::nowNs();
   // Collectives are numbered per communicator; point-to-point per peer and direction, since
   // only the two ranks involved count it (pipeline stages issue different numbers of them) and
   // my n-th send to p meets p's n-th receive from me, whatever else either of us exchanged.
@@ -278,6 +286,8 @@ void CommunicatorImpl::groupEnd() {
   group.work->sequence = group.members->front().work->sequence;
   group.work->op_name = "group";
   group.work->link = link_;
+  group.work->watched = true;
+  group.work->queued_ns = detail::DriverLink::nowNs();
   Status st = markDeviceGroup(group);
   if (!st) throw st.toError(format("groupEnd (rank %d)", rank_));
   OpRequest held;
@@ -310,8 +320,11 @@ Error CommunicatorImpl::withLedger(const OpRequest& op, const Error& error) {
   // of a dead rank pays this once, so it is kept short.
   const auto window = std::min<transport::Clock::duration>(std::chrono::milliseconds(250), config_.timeout / 4);
   LedgerSnapshot mine = ledger_.snapshot();
-  LedgerAnswers answers = askLedgers(*store_, key_prefix_, rank_, size_, mine, transport::Clock::now() + window);
   LedgerEntry entry = mine.current;
+  LedgerAnswers answers =
+      askLedgers(*store_, key_prefix_, rank_, size_, mine, entry.collective, transport::Clock::now() + window);
+  COLL_INFO("STORE", "rank %d: ledger question about %s: %d store calls%s", rank_, entry.label().c_str(),
+            answers.store_calls, answers.reused ? " (another rank's question, read whole)" : "");
   entry.sequence = op.work->sequence;
   return Error(error.code(), std::string(error.what()) + "; " + describeStall(entry, rank_, answers, hosts_.host_of_rank));
 }

@@ -77,6 +77,8 @@ std::string LedgerSnapshot::encode() const {
   return std::string(reinterpret_cast<const char*>(&w), sizeof w);
 }
 
+size_t LedgerSnapshot::encodedBytes() { return sizeof(WireSnapshot); }
+
 std::optional<LedgerSnapshot> LedgerSnapshot::decode(const std::string& bytes) {
   WireSnapshot w;
   if (bytes.size() != sizeof w) return std::nullopt;

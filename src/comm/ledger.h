@@ -60,8 +60,9 @@ struct LedgerSnapshot {
   std::string error;                   // the communicator's first error, truncated
   std::string p2p;                     // the oldest outstanding send/recv ("recv #1 of 16 bytes from peer 3 (tag 0)")
 
-  std::string encode() const;
+  std::string encode() const;  // always encodedBytes() long
   static std::optional<LedgerSnapshot> decode(const std::string& bytes);
+  static size_t encodedBytes();
 };
 
 class Ledger {

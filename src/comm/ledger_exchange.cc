@@ -21,6 +21,10 @@ std::string askKey(const std::string& prefix, int64_t k) { return prefix + "ledg
 std::string answerKey(const std::string& prefix, int64_t k, int rank) {
   return prefix + "ledger/answer/" + std::to_string(k) + "/" + std::to_string(rank);
 }
+std::string answeredKey(const std::string& prefix, int64_t k) {
+  return prefix + "ledger/answered/" + std::to_string(k);
+}
+std::string allKey(const std::string& prefix, int64_t k) { return prefix + "ledger/all/" + std::to_string(k); }
 
 }  // namespace
 
@@ -62,6 +66,8 @@ void LedgerResponder::loop() {
     }
     LedgerSnapshot mine = ledger_->snapshot();
     st = store_->set(answerKey(key_prefix_, k, mine.rank), mine.encode(), bootstrap::Clock::now() + kReconnectLimit);
+    int64_t answered = 0;
+    if (st) st = store_->add(answeredKey(key_prefix_, k), 1, &answered, bootstrap::Clock::now() + kReconnectLimit);
     if (!st) return;
     ++k;
   }
@@ -78,38 +84,107 @@ Status LedgerResponder::reconnect() {
   return Status::ok();
 }
 
+namespace {
+
+// One asker's exchange: its store calls, each with its own deadline, counted.
+class Asking {
+ public:
+  Asking(bootstrap::StoreClient& store, const std::string& prefix, int rank, int size, bootstrap::Deadline end,
+         LedgerAnswers* a)
+      : store_(store), prefix_(prefix), rank_(rank), size_(size), end_(end), a_(*a) {}
+
+  // The latest question, if it asks about `about`: 0 if there is none to share.
+  int64_t sharedQuestion(uint64_t about) {
+    int64_t latest = 0;
+    std::string asked;
+    if (about == kNotCollective || !call(store_.add(prefix_ + "ledger/asks", 0, &latest, deadline())) || latest == 0 ||
+        !call(store_.get(askKey(prefix_, latest), &asked, deadline())))
+      return 0;
+    return asked == std::to_string(about) ? latest : 0;
+  }
+
+  int64_t ask(uint64_t about) {
+    int64_t k = 0;
+    if (call(store_.add(prefix_ + "ledger/asks", 1, &k, deadline())))
+      call(store_.set(askKey(prefix_, k), about == kNotCollective ? "p2p" : std::to_string(about), deadline()));
+    return a_.store_problem.empty() ? k : 0;
+  }
+
+  // Polls `key` (a count, or whether it exists) until `done` says so or the window ends.
+  template <typename Done>
+  void pollUntil(Done done) {
+    while (a_.store_problem.empty() && !done()) {
+      if (bootstrap::Clock::now() >= end_) return;
+      std::this_thread::sleep_for(kAnswerPoll);
+    }
+  }
+
+  // Every rank counted in answered/<k> (its own responder included) once the window allows.
+  void collectAnswers(int64_t k) {
+    int64_t answered = 0;
+    pollUntil([&] { return call(store_.add(answeredKey(prefix_, k), 0, &answered, deadline())) && answered >= size_; });
+    for (int r = 0; r < size_ && a_.store_problem.empty(); ++r) {
+      if (a_.of_rank[static_cast<size_t>(r)]) continue;
+      bool exists = answered >= size_;  // all answered: no need to check first
+      if (!exists && !call(store_.check(answerKey(prefix_, k, r), &exists, deadline()))) return;
+      std::string bytes;
+      if (exists && call(store_.get(answerKey(prefix_, k, r), &bytes, deadline())))
+        a_.of_rank[static_cast<size_t>(r)] = LedgerSnapshot::decode(bytes);
+    }
+  }
+
+  // Everything this asker learnt, in one value, for the ranks that ask about the same op.
+  void publish(int64_t k) {
+    std::string all;
+    for (const auto& s : a_.of_rank) all += s ? s->encode() : std::string(LedgerSnapshot::encodedBytes(), '\0');
+    call(store_.set(allKey(prefix_, k), all, deadline()));
+  }
+
+  // The first asker's published answers; false if they did not come within the window.
+  bool readPublished(int64_t k) {
+    bool exists = false;
+    pollUntil([&] { return call(store_.check(allKey(prefix_, k), &exists, deadline())) && exists; });
+    std::string all;
+    const size_t each = LedgerSnapshot::encodedBytes();
+    if (!exists || !call(store_.get(allKey(prefix_, k), &all, deadline())) || all.size() != each * size_) return false;
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_) a_.of_rank[static_cast<size_t>(r)] = LedgerSnapshot::decode(all.substr(each * r, each));
+    a_.reused = true;
+    return true;
+  }
+
+ private:
+  // One store call of the asker. Not the window's end: a call cut short by it would close
+  // the communicator's store connection mid-reply.
+  static bootstrap::Deadline deadline() { return bootstrap::Clock::now() + kStoreCallLimit; }
+  bool call(const Status& st) {
+    ++a_.store_calls;
+    if (!st && a_.store_problem.empty()) a_.store_problem = st.message();
+    return st.isOk();
+  }
+
+  bootstrap::StoreClient& store_;
+  const std::string& prefix_;
+  int rank_, size_;
+  bootstrap::Deadline end_;
+  LedgerAnswers& a_;
+};
+
+}  // namespace
+
 LedgerAnswers askLedgers(bootstrap::StoreClient& store, const std::string& key_prefix, int rank, int size,
-                         const LedgerSnapshot& mine, bootstrap::Deadline window_end) {
+                         const LedgerSnapshot& mine, uint64_t about, bootstrap::Deadline window_end) {
   LedgerAnswers a;
   a.of_rank.resize(static_cast<size_t>(size));
   a.of_rank[static_cast<size_t>(rank)] = mine;
-  int64_t k = 0;
-  auto callDeadline = [] { return bootstrap::Clock::now() + kStoreCallLimit; };
-  Status st = store.add(key_prefix + "ledger/asks", 1, &k, callDeadline());
-  if (st) st = store.set(askKey(key_prefix, k), std::to_string(rank), callDeadline());
-  if (!st) {
-    a.store_problem = st.message();
-    return a;
-  }
-  int missing = size - 1;
-  while (missing > 0 && bootstrap::Clock::now() < window_end) {
-    for (int r = 0; r < size && st; ++r) {
-      if (a.of_rank[static_cast<size_t>(r)]) continue;
-      bool exists = false;
-      std::string bytes;
-      st = store.check(answerKey(key_prefix, k, r), &exists, callDeadline());
-      if (st && exists) st = store.get(answerKey(key_prefix, k, r), &bytes, callDeadline());
-      if (st && exists) {
-        a.of_rank[static_cast<size_t>(r)] = LedgerSnapshot::decode(bytes);
-        --missing;
-      }
-    }
-    if (!st) {
-      a.store_problem = st.message();
-      break;
-    }
-    if (missing > 0) std::this_thread::sleep_for(kAnswerPoll);
-  }
+  Asking asking(store, key_prefix, rank, size, window_end, &a);
+  int64_t k = asking.sharedQuestion(about);
+  if (k > 0 && asking.readPublished(k)) return a;
+  if (k == 0) k = asking.ask(about);
+  if (k == 0) return a;  // the store could not be asked: store_problem says why
+  asking.collectAnswers(k);
+  if (!a.store_problem.empty()) return a;
+  asking.publish(k);
   return a;
 }
 

@@ -2,10 +2,16 @@
 //
 // Asking costs nothing until something fails: each rank keeps one extra store connection on
 // which a responder thread is parked in a GET for the next question. A rank whose op failed
-// takes a question number k from a counter, sets "<prefix>ledger/ask/<k>", and every live
-// responder answers with its snapshot under "<prefix>ledger/answer/<k>/<rank>". A rank that is
-// stopped (SIGSTOP), dead, or whose process is wedged does not answer within the window and is
-// reported as such. Every store call carries a deadline; the window bounds the whole exchange.
+// takes a question number k from a counter and sets "<prefix>ledger/ask/<k>" to the collective
+// it asks about; every live responder answers with its snapshot under
+// "<prefix>ledger/answer/<k>/<rank>" and counts itself in "<prefix>ledger/answered/<k>". The
+// asker polls that one counter (not every answer), reads each answer once, and publishes them
+// all together under "<prefix>ledger/all/<k>". A rank failing in the same collective a moment
+// later (they all do, once one aborts) reuses the question and reads that one key. So a
+// failure costs O(n) store calls however many ranks ask, where polling every answer from
+// every asker cost O(n^2) per poll. A rank that is stopped (SIGSTOP), dead, or whose process
+// is wedged does not answer within the window and is reported as such. Every store call
+// carries a deadline; the window bounds the whole exchange.
 #pragma once
 
 #include <atomic>
@@ -49,11 +55,14 @@ class LedgerResponder {
 struct LedgerAnswers {
   std::vector<std::optional<LedgerSnapshot>> of_rank;  // nullopt: did not answer in the window
   std::string store_problem;  // why the store could not be asked at all (empty: it could)
+  int store_calls = 0;        // the asker's, for the cost figures (responders make 2 each)
+  bool reused = false;        // another rank's question about the same collective was read
 };
 
-// Asks every other rank (caller's own snapshot goes in as `mine`) and collects what arrives
-// before window_end. Progress thread (it uses the communicator's store client).
+// Asks every other rank (caller's own snapshot goes in as `mine`) about collective `about`
+// (kNotCollective: point-to-point, never shared) and collects what arrives before window_end.
+// Progress thread (it uses the communicator's store client).
 LedgerAnswers askLedgers(bootstrap::StoreClient& store, const std::string& key_prefix, int rank, int size,
-                         const LedgerSnapshot& mine, bootstrap::Deadline window_end);
+                         const LedgerSnapshot& mine, uint64_t about, bootstrap::Deadline window_end);
 
 }  // namespace coll

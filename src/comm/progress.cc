@@ -135,6 +135,7 @@ void CommunicatorImpl::runOp(OpRequest& op, const std::optional<Error>& failed) 
     complete(op, Error(failed->code(), opLabel(op, "") + ": communicator already failed: " + failed->what()));
     return;
   }
+  link_->beat();
   std::string algorithm;
   bool refused = false;
   Status st = execute(op, &algorithm, &refused);
@@ -146,6 +147,7 @@ void CommunicatorImpl::runOp(OpRequest& op, const std::optional<Error>& failed) 
   } else {
     onFailure(op, st.toError(opLabel(op, algorithm)));
   }
+  link_->beat();
 }
 
 }  // namespace coll

@@ -1,5 +1,8 @@
 #include "coll/work.h"
 
+#include <algorithm>
+#include <string>
+
 #include "base/spin_wait.h"
 #include "exec/work_state.h"
 
@@ -19,6 +22,24 @@ void kickProgress(detail::WorkState& state) {
   std::lock_guard<std::mutex> lock(state.link->mu);
   if (state.link->driver) state.link->driver->kick();
 }
+// How often a waiter checks the runner's heartbeat.
+constexpr auto kWatchdogPoll = std::chrono::milliseconds(500);
+
+// Timeout when the ops' runner has neither started nor finished an op for longer than a
+// healthy one can (DriverLink::stall_limit_ns).
+std::optional<Error> runnerWedged(const detail::WorkState& state) {
+  const detail::DriverLink* link = state.link.get();
+  if (!state.watched || !link || link->stall_limit_ns <= 0) return std::nullopt;
+  const int64_t since = std::max(link->heartbeat_ns.load(std::memory_order_relaxed), state.queued_ns);
+  const int64_t silent = detail::DriverLink::nowNs() - since;
+  if (silent <= link->stall_limit_ns) return std::nullopt;
+  return Error(ErrorCode::Timeout,
+               std::string(state.op_name) + " #" + std::to_string(state.sequence) +
+                   ": the thread running this communicator's ops has neither started nor finished one for " +
+                   std::to_string(silent / 1'000'000'000) + " s, longer than any op may take (COLL_TIMEOUT and a "
+                   "margin): it is wedged (in a completion callback that does not return, say); this wait gives up");
+}
+
 }  // namespace
 
 bool Work::test() const {
@@ -38,9 +59,11 @@ void Work::wait() const {
     return;
   }
   std::unique_lock<std::mutex> lock(state_->mu);
-  // No deadline here on purpose: the progress thread completes every op by its own deadline
-  // (COLL_TIMEOUT from when it starts), so this wait is bounded by the ops queued before it.
-  state_->cv.wait(lock, [&] { return state_->done; });
+  // The runner completes every op by its own deadline (COLL_TIMEOUT from when it starts), so
+  // this wait is bounded by the ops queued before it, unless the runner itself is wedged.
+  while (!state_->cv.wait_for(lock, kWatchdogPoll, [&] { return state_->done; })) {
+    if (std::optional<Error> wedged = runnerWedged(*state_)) throw *wedged;
+  }
   if (state_->error) throw *state_->error;
 }
 

@@ -28,6 +28,7 @@ constexpr uint64_t kDoneTagBit = 0x80;
 
 bool takesIpcPath(const OpRequest& op, int size, bool one_host, const Config& config) {
   if (!one_host || !config.cuda_ipc || size > kMaxOperands) return false;
+  if (config.deterministic && reduces(op.kind)) return false;  // staged: the host's rank-order fold
   return op.kind != OpKind::send && op.kind != OpKind::recv && op.kind != OpKind::group && op.kind != OpKind::barrier;
 }
 

@@ -227,6 +227,18 @@ class Executor {
         reduce::divideBy(address(algo::BufferId::output, step, step.offset), elems, ctx_.type, ctx_.nranks);
         finish(i);
         break;
+      case StepKind::stash:
+        std::memcpy(ctx_.scratch->data() + step.scratch_offset, address(algo::BufferId::output, step, step.offset),
+                    step.bytes);
+        finish(i);
+        break;
+      case StepKind::combine: {
+        const char* operand = step.source == algo::BufferId::input ? address(algo::BufferId::input, step, step.offset)
+                                                                   : ctx_.scratch->data() + step.scratch_offset;
+        reduce::reduceInto(address(algo::BufferId::output, step, step.offset), operand, elems, ctx_.type, ctx_.op);
+        finish(i);
+        break;
+      }
     }
     return Status::ok();
   }

@@ -39,12 +39,25 @@ class OpDriver {
 struct DriverLink {
   std::mutex mu;
   OpDriver* driver = nullptr;
+  // The watchdog Work::wait() keeps on whoever runs the ops: steady_clock ns of the last op
+  // started or finished, and how long a healthy runner can go without either (COLL_TIMEOUT,
+  // which bounds every op, plus a margin; 0: no watchdog). Past that the runner is wedged
+  // (a completion callback that never returns, say) and waiters fail instead of hanging.
+  std::atomic<int64_t> heartbeat_ns{0};
+  int64_t stall_limit_ns = 0;
+  static int64_t nowNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  void beat() { heartbeat_ns.store(nowNs(), std::memory_order_relaxed); }
 };
 
 struct WorkState {
   uint64_t sequence = 0;
   std::string op_name;  // "allreduce"
   std::shared_ptr<DriverLink> link;
+  bool watched = false;  // run from the communicator's queue, so the link's watchdog applies
+  int64_t queued_ns = 0;  // when it was issued (DriverLink::nowNs): the watchdog counts from here at the earliest
 
   std::mutex mu;
   std::condition_variable cv;

@@ -53,6 +53,15 @@ Choice Selector::modelChoice(algo::Collective collective, size_t bytes, size_t e
 }
 
 Choice Selector::decide(algo::Collective collective, size_t bytes, size_t elem_size) const {
+  const algo::AlgorithmInfo* ordered = deterministic_ ? algo::findAlgorithm(collective, "ordered") : nullptr;
+  if (ordered) {
+    Choice c = modelChoice(collective, bytes, elem_size);  // for the others' times
+    std::vector<Rejected> rejected;
+    for (Rejected& r : c.rejected)
+      if (r.algorithm != ordered->name) rejected.push_back(std::move(r));
+    if (c.algorithm != ordered) rejected.insert(rejected.begin(), {c.algorithm->name, c.predicted_s, "the cost model's choice"});
+    return {ordered, "COLL_DETERMINISTIC=1: operands combined in rank order", -1, std::move(rejected)};
+  }
   if (const AlgoRule* rule = matchRule(rules_, collective, bytes)) {
     Choice c = modelChoice(collective, bytes, elem_size);  // for the predicted times of the others
     const algo::AlgorithmInfo* forced = algo::findAlgorithm(collective, rule->algorithm);

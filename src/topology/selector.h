@@ -54,6 +54,9 @@ class Selector {
   const Topology& topology() const { return topology_; }
   void setTuning(TuningTable tuning) { tuning_ = std::move(tuning); cache_.clear(); }
   void setRules(std::vector<AlgoRule> rules) { rules_ = std::move(rules); cache_.clear(); }
+  // COLL_DETERMINISTIC=1: reductions always run "ordered" (algorithms/ordered_reduce.h), over
+  // any rule or tuning: a result that depended on the choice would not be deterministic.
+  void setDeterministic(bool on) { deterministic_ = on; cache_.clear(); }
 
  private:
   Choice decide(algo::Collective collective, size_t bytes, size_t elem_size) const;
@@ -63,6 +66,7 @@ class Selector {
   Topology topology_;
   size_t slice_bytes_;
   TuningTable tuning_;
+  bool deterministic_ = false;
   std::set<std::string> logged_;
   std::map<std::tuple<algo::Collective, size_t, size_t>, Choice> cache_;  // sizes recur (buckets, benchmarks)
 };

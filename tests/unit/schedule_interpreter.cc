@@ -120,7 +120,8 @@ class Simulation {
   std::string checkAccess(int r, uint32_t i) const {
     const Step& step = ranks_[r].s.steps[i];
     const bool reads_input = step.kind == StepKind::copy ||
-                             ((step.kind == StepKind::send || step.kind == StepKind::recvReduce) &&
+                             ((step.kind == StepKind::send || step.kind == StepKind::recvReduce ||
+                               step.kind == StepKind::combine) &&
                               step.source == BufferId::input);
     const bool touches_output = step.kind != StepKind::send || step.source == BufferId::output;
     auto inside = [&](std::pair<size_t, size_t> range) {
@@ -167,9 +168,11 @@ class Simulation {
       if (step.bytes == 0) return where(r, i) + " moves no bytes";
       if (step.bytes % c_.elem_size || step.offset % c_.elem_size) return where(r, i) + " splits an element";
       if (step.offset + step.bytes > total) return where(r, i) + " runs past the buffer";
-      if (step.kind == StepKind::recvReduce && step.scratch_offset + step.bytes > st.s.scratch_bytes)
+      const bool uses_scratch = step.kind == StepKind::recvReduce || step.kind == StepKind::stash ||
+                                (step.kind == StepKind::combine && step.source == BufferId::output);
+      if (uses_scratch && step.scratch_offset + step.bytes > st.s.scratch_bytes)
         return where(r, i) + " runs past the scratch space (" + std::to_string(st.s.scratch_bytes) + " B)";
-      if (step.kind == StepKind::recvReduce && !reduces(c_.collective))
+      if ((step.kind == StepKind::recvReduce || step.kind == StepKind::combine) && !reduces(c_.collective))
         return where(r, i) + ": " + toString(c_.collective) + " reduces";
       if (std::string err = checkAccess(r, i); !err.empty()) return err;
       if (step.kind == StepKind::divide && !c_.average) return where(r, i) + ": divide without avg";
@@ -259,6 +262,19 @@ class Simulation {
         auto& out = ranks_[r].output;
         for (size_t b = step.offset; b < step.offset + step.bytes; b += es)
           putElem(out, b, es, getElem(out, b, es) / static_cast<uint64_t>(c_.n));
+        finish(r, i);
+        break;
+      }
+      case StepKind::stash:
+        std::memcpy(ranks_[r].scratch.data() + step.scratch_offset, ranks_[r].output.data() + step.offset, step.bytes);
+        finish(r, i);
+        break;
+      case StepKind::combine: {  // output op (input, or the stash in scratch)
+        auto& out = ranks_[r].output;
+        const auto& operand = step.source == BufferId::input ? buffer(r, BufferId::input) : ranks_[r].scratch;
+        const size_t at = step.source == BufferId::input ? step.offset : step.scratch_offset;
+        for (size_t b = 0; b < step.bytes; b += es)
+          putElem(out, step.offset + b, es, (getElem(out, step.offset + b, es) + getElem(operand, at + b, es)) & widthMask(es));
         finish(r, i);
         break;
       }

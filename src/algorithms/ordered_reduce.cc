@@ -1,0 +1,140 @@
+#include "algorithms/ordered_reduce.h"
+
+#include <algorithm>
+
+#include "algorithms/patterns/ring.h"
+#include "algorithms/sliced_chunks.h"
+
+namespace coll::algo {
+namespace {
+
+constexpr uint32_t kFoldPhase = 0, kSpreadPhase = 1;
+
+// Peers in the order rank+1, rank+2, ...: at each moment the ranks send to different owners.
+std::vector<int> peersOf(const BuildParams& p) {
+  std::vector<int> peers;
+  for (int k = 1; k < p.nranks; ++k) peers.push_back(ring::mod(p.rank + k, p.nranks));
+  return peers;
+}
+
+// The receives that combine rotate through `depth` scratch slots, each reused once the
+// receive that used it before has finished.
+class Slots {
+ public:
+  Slots(const BuildParams& p) : depth_(static_cast<size_t>(p.pipeline_depth)), slice_(p.slice_bytes) {}
+  Step next(Step step) {
+    const size_t k = users_.size();
+    step.scratch_offset = (k % depth_) * slice_;
+    if (k >= depth_) step.deps.push_back(users_[k - depth_]);
+    return step;
+  }
+  void used(uint32_t step) { users_.push_back(step); }
+  size_t bytes() const { return std::min(users_.size(), depth_) * slice_; }
+  size_t reserved() const { return depth_ * slice_; }  // where the stash may start
+
+ private:
+  size_t depth_, slice_;
+  std::vector<uint32_t> users_;
+};
+
+// Rank r's fold of slice j of its chunk: operands in rank order into the output.
+void addFold(const BuildParams& p, const SlicedChunks& sl, size_t j, Slots* slots, ScheduleBuilder& b) {
+  const int r = p.rank;
+  const size_t at = sl.offset(r, j), bytes = sl.bytes(r, j), region = sl.region(r, j);
+  const size_t stash_at = slots->reserved() + (at - sl.chunkOffset(r));
+  const bool own_first = r == 0;
+  if (!own_first) {
+    if (p.in_place) b.add({StepKind::stash, BufferId::output, -1, at, bytes, stash_at, kFoldPhase}, {region}, {});
+    b.add({StepKind::recv, BufferId::output, 0, at, bytes, 0, kFoldPhase}, {}, {region});
+  }
+  for (int k = 1; k < p.nranks; ++k) {
+    if (k == r) {
+      const BufferId operand = p.in_place ? BufferId::output : BufferId::input;
+      b.add({StepKind::combine, operand, -1, at, bytes, stash_at, kFoldPhase}, {region}, {region});
+      continue;
+    }
+    // Rank 0 folding: its first combine reads its input (x0 op x1), no copy up front.
+    const BufferId source = own_first && k == 1 && !p.in_place ? BufferId::input : BufferId::output;
+    uint32_t s = b.add(slots->next({StepKind::recvReduce, source, k, at, bytes, 0, kFoldPhase}), {region}, {region});
+    slots->used(s);
+  }
+  if (p.average) b.add({StepKind::divide, BufferId::output, -1, at, bytes, 0, kFoldPhase}, {region}, {region});
+}
+
+// Every rank's slices of every other chunk to its owner, then this rank's folds.
+void addOrderedReduceScatter(const BuildParams& p, const SlicedChunks& sl, ScheduleBuilder& b) {
+  const BufferId input = p.in_place ? BufferId::output : BufferId::input;
+  for (int peer : peersOf(p))
+    for (size_t j = 0; j < sl.slices(peer); ++j)
+      b.add({StepKind::send, input, peer, sl.offset(peer, j), sl.bytes(peer, j), 0, kFoldPhase}, {sl.region(peer, j)},
+            {});
+  Slots slots(p);
+  for (size_t j = 0; j < sl.slices(p.rank); ++j) addFold(p, sl, j, &slots, b);
+  const bool stashes = p.in_place && p.rank != 0;
+  b.setScratchBytes(stashes ? slots.reserved() + sl.chunkBytes(p.rank) : slots.bytes());
+}
+
+// The one-rank case and the empty buffer: a copy where out of place, else nothing.
+bool addTrivial(const BuildParams& p, ScheduleBuilder& b) {
+  if (p.count == 0) return true;
+  if (p.nranks > 1) return false;
+  if (!p.in_place) b.addWritingAll({StepKind::copy, BufferId::input, -1, 0, p.count * p.elem_size});
+  return true;
+}
+
+}  // namespace
+
+Schedule buildOrderedAllreduce(const BuildParams& p) {
+  SlicedChunks sl(p);
+  ScheduleBuilder b("ordered", sl.numRegions());
+  b.setNumPhases(p.nranks > 1 ? 2 : 1);
+  if (addTrivial(p, b)) return b.finish();
+  addOrderedReduceScatter(p, sl, b);
+  const int r = p.rank;
+  for (int peer : peersOf(p))
+    for (size_t j = 0; j < sl.slices(r); ++j)
+      b.add({StepKind::send, BufferId::output, peer, sl.offset(r, j), sl.bytes(r, j), 0, kSpreadPhase},
+            {sl.region(r, j)}, {});
+  for (int peer : peersOf(p))
+    for (size_t j = 0; j < sl.slices(peer); ++j)
+      b.add({StepKind::recv, BufferId::output, peer, sl.offset(peer, j), sl.bytes(peer, j), 0, kSpreadPhase}, {},
+            {sl.region(peer, j)});
+  return b.finish();
+}
+
+// The schedule's buffer is the n chunks (op.cc, planOp): the result is chunk r.
+Schedule buildOrderedReduceScatter(const BuildParams& p) {
+  SlicedChunks sl(p);
+  ScheduleBuilder b("ordered", sl.numRegions());
+  b.setNumPhases(1);
+  if (p.count == 0) return b.finish();
+  if (p.nranks == 1) {
+    b.add({StepKind::copy, BufferId::input, -1, sl.chunkOffset(0), sl.chunkBytes(0), 0, 0}, {}, {});
+    return b.finish();
+  }
+  addOrderedReduceScatter(p, sl, b);
+  return b.finish();
+}
+
+// Non-roots fold in a workspace and send their chunk to the root.
+Schedule buildOrderedReduce(const BuildParams& p) {
+  SlicedChunks sl(p);
+  ScheduleBuilder b("ordered", sl.numRegions());
+  b.setNumPhases(p.nranks > 1 ? 2 : 1);
+  if (addTrivial(p, b)) return b.finish();
+  addOrderedReduceScatter(p, sl, b);
+  const int r = p.rank;
+  if (r != p.root) {
+    for (size_t j = 0; j < sl.slices(r); ++j)
+      b.add({StepKind::send, BufferId::output, p.root, sl.offset(r, j), sl.bytes(r, j), 0, kSpreadPhase},
+            {sl.region(r, j)}, {});
+    return b.finish();
+  }
+  for (int owner : peersOf(p))
+    for (size_t j = 0; j < sl.slices(owner); ++j)
+      b.add({StepKind::recv, BufferId::output, owner, sl.offset(owner, j), sl.bytes(owner, j), 0, kSpreadPhase}, {},
+            {sl.region(owner, j)});
+  return b.finish();
+}
+
+}  // namespace coll::algo

@@ -1,0 +1,55 @@
+// Work::wait() does not trust the thread that runs the ops: when that thread is wedged (here,
+// inside a completion callback that does not return), a waiter fails with Timeout once no op
+// has started or finished for longer than COLL_TIMEOUT and its margin, instead of hanging.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multirank/rank_runner.h"
+
+namespace coll::test {
+namespace {
+
+// Every op runs on the progress thread (COLL_INLINE=0), so the waiter cannot run them itself.
+const bool kEnvSet = [] {
+  ::setenv("COLL_TIMEOUT", "2", 1);
+  ::setenv("COLL_INLINE", "0", 1);
+  return true;
+}();
+
+// COLL_TIMEOUT 2 s + the margin (5 s at least): the wait must give up after about 7 s.
+constexpr double kLimitSeconds = 7.0;
+constexpr auto kWedgedFor = std::chrono::seconds(11);
+
+TEST(Watchdog, WaitGivesUpOnAWedgedProgressThread) {
+  RunOptions options;
+  options.deadline = std::chrono::seconds(60);
+  auto outcomes = runRanks(2, [](Communicator& comm, Rank& self) {
+    std::vector<float> a(1000, 1.0f), b(1000, 1.0f);
+    if (self.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 0's callback is set first
+    Work first = comm.allreduce(a.data(), a.data(), a.size(), DataType::f32, ReduceOp::sum);
+    if (self.rank == 0) first.onComplete([] { std::this_thread::sleep_for(kWedgedFor); });
+    Work second = comm.allreduce(b.data(), b.data(), b.size(), DataType::f32, ReduceOp::sum);
+    const int64_t start = nowNs();
+    try {
+      second.wait();
+      RANK_CHECK(self.rank == 1, "rank 0's wait returned although its progress thread was wedged");
+    } catch (const Error& e) {
+      recordError(e);
+      const double seconds = (nowNs() - start) / 1e9;
+      if (self.rank == 1) return;  // its peer never came: a timeout of its own, whatever the text
+      RANK_CHECK(e.code() == ErrorCode::Timeout, "failed with %s: %s", codeName(e.code()), e.what());
+      RANK_CHECK(std::string(e.what()).find("wedged") != std::string::npos, "the error does not say why: %s", e.what());
+      RANK_CHECK(seconds > kLimitSeconds - 1 && seconds < kLimitSeconds + 2.5, "gave up after %.2f s", seconds);
+    }
+  }, options);
+  expectAllSucceeded(outcomes);
+  EXPECT_EQ(outcomes[0].error_code, static_cast<int>(ErrorCode::Timeout)) << outcomes[0].message;
+}
+
+}  // namespace
+}  // namespace coll::test
