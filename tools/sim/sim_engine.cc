@@ -298,8 +298,11 @@ class Runner {
       case StepKind::copy:
         push(g, net_.compute(r, t, s_.rec[g].bytes / m_.topo.intra.beta_Bps));
         break;
-      case StepKind::divide:
+      case StepKind::divide: case StepKind::combine:
         push(g, net_.compute(r, t, s_.rec[g].bytes / m_.topo.gamma_Bps));
+        break;
+      case StepKind::stash:
+        push(g, net_.compute(r, t, s_.rec[g].bytes / m_.topo.intra.beta_Bps));
         break;
     }
   }

@@ -35,7 +35,9 @@ bool sameShape(const algo::Schedule& a, int ra, const algo::Schedule& b, int rb,
     if (x.kind != y.kind || x.deps != y.deps) return false;
     const long long diff = static_cast<long long>(x.bytes) - static_cast<long long>(y.bytes);
     if (std::llabs(diff) > static_cast<long long>(4 * elem)) return false;
-    if (x.kind == algo::StepKind::copy || x.kind == algo::StepKind::divide) continue;
+    if (x.kind == algo::StepKind::copy || x.kind == algo::StepKind::divide || x.kind == algo::StepKind::stash ||
+        x.kind == algo::StepKind::combine)
+      continue;
     if (offset(ra, x.peer, n) != offset(rb, y.peer, n)) return false;
   }
   return true;
