@@ -92,9 +92,9 @@ bool namesRank(const std::string& message, int r) {
   return false;
 }
 
+// What the summary line carries; each fault's report goes to its own file (recover()).
 struct Tally {
-  uint64_t ops = 0, wrong = 0, faults_seen = 0, reported_in_time = 0, named_victim = 0, unexplained = 0;
-  double worst_report_s = 0;
+  uint64_t ops = 0, wrong = 0, unexplained = 0;
   std::string first_wrong;
 };
 
@@ -160,18 +160,13 @@ class ChaosRank {
     }
     std::vector<int> excluded;
     for (const Fault& f : faults) {
-      ++t_.faults_seen;
       const double seconds = (failed_ns - f.injected_ns) / 1e9;
-      t_.worst_report_s = std::max(t_.worst_report_s, seconds);
-      const bool reported = e.code() == ErrorCode::PeerLost || e.code() == ErrorCode::Timeout;
-      t_.reported_in_time += reported;
       bool named = false;
       for (size_t r = 0; r < original_of_.size(); ++r)
         if (original_of_[r] == f.original_rank) {
           excluded.push_back(static_cast<int>(r));
           named = namesRank(e.what(), static_cast<int>(r));
         }
-      t_.named_victim += named;
       // For the driver, which counts the reports of ranks it kills later too.
       writeFile(o_.dir + "/report." + std::to_string(f.index) + "." + std::to_string(original_),
                 std::string(toString(e.code())) + " " + std::to_string(seconds) + " " + (named ? "named" : "unnamed"));
@@ -207,15 +202,13 @@ class ChaosRank {
   void markEpoch() { writeFile(o_.dir + "/epoch." + std::to_string(epoch_) + "." + std::to_string(original_), "ready"); }
 
   void printSummary() const {
-    std::printf("chaos-summary rank=%d ops=%llu wrong=%llu faults_seen=%llu reported=%llu named=%llu "
-                "unexplained=%llu worst_report_s=%.3f rss_before=%lld rss_after=%lld fds_start=%d fds_before=%d "
-                "fds_after=%d threads_start=%d threads_before=%d threads_after=%d lifeline=%d first_wrong=\"%s\"\n",
+    std::printf("chaos-summary rank=%d ops=%llu wrong=%llu unexplained=%llu rss_before=%lld rss_after=%lld "
+                "fds_start=%d fds_before=%d fds_after=%d threads_start=%d threads_before=%d threads_after=%d "
+                "lifeline=%d first_wrong=\"%s\"\n",
                 original_, (unsigned long long)t_.ops, (unsigned long long)t_.wrong,
-                (unsigned long long)t_.faults_seen, (unsigned long long)t_.reported_in_time,
-                (unsigned long long)t_.named_victim, (unsigned long long)t_.unexplained, t_.worst_report_s,
-                (long long)before_.rss_bytes, (long long)after_.rss_bytes, start_.open_fds, before_.open_fds,
-                after_.open_fds, start_.threads, before_.threads, after_.threads, lifelineThreads(),
-                t_.first_wrong.c_str());
+                (unsigned long long)t_.unexplained, (long long)before_.rss_bytes, (long long)after_.rss_bytes,
+                start_.open_fds, before_.open_fds, after_.open_fds, start_.threads, before_.threads, after_.threads,
+                lifelineThreads(), t_.first_wrong.c_str());
     std::fflush(stdout);
   }
 

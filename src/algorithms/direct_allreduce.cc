@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/direct_phases.h"
 #include "algorithms/pair_allreduce.h"
 #include "algorithms/patterns/ring.h"
 #include "algorithms/sliced_chunks.h"
@@ -9,24 +10,15 @@
 namespace coll::algo {
 namespace {
 
-// Peers in the order rank+1, rank+2, ...: at each moment the ranks talk to different peers.
-std::vector<int> peersOf(const BuildParams& p) {
-  std::vector<int> peers;
-  for (int k = 1; k < p.nranks; ++k) peers.push_back(ring::mod(p.rank + k, p.nranks));
-  return peers;
-}
-
 void addReduceScatter(const BuildParams& p, const SlicedChunks& sl, ScheduleBuilder& b) {
   const int r = p.rank;
   const BufferId input = p.in_place ? BufferId::output : BufferId::input;
-  for (int peer : peersOf(p))
-    for (size_t j = 0; j < sl.slices(peer); ++j)
-      b.add({StepKind::send, input, peer, sl.offset(peer, j), sl.bytes(peer, j), 0, 0}, {sl.region(peer, j)}, {});
+  addSendToOwners(p, sl, b, 0);
   const auto depth = static_cast<size_t>(p.pipeline_depth);
   std::vector<uint32_t> slot_users;
   for (size_t j = 0; j < sl.slices(r); ++j) {
     bool first = true;  // the first reduction of a slice reads the input: no up-front copy
-    for (int peer : peersOf(p)) {
+    for (int peer : peersInTurn(p)) {
       size_t k = slot_users.size();
       Step step{StepKind::recvReduce, first ? input : BufferId::output, peer, sl.offset(r, j), sl.bytes(r, j),
                 (k % depth) * p.slice_bytes, 0};
@@ -38,17 +30,6 @@ void addReduceScatter(const BuildParams& p, const SlicedChunks& sl, ScheduleBuil
                          {sl.region(r, j)}, {sl.region(r, j)});
   }
   b.setScratchBytes(std::min(slot_users.size(), depth) * p.slice_bytes);
-}
-
-void addAllGather(const BuildParams& p, const SlicedChunks& sl, ScheduleBuilder& b) {
-  const int r = p.rank;
-  for (int peer : peersOf(p))
-    for (size_t j = 0; j < sl.slices(r); ++j)
-      b.add({StepKind::send, BufferId::output, peer, sl.offset(r, j), sl.bytes(r, j), 0, 1}, {sl.region(r, j)}, {});
-  for (int peer : peersOf(p))
-    for (size_t j = 0; j < sl.slices(peer); ++j)
-      b.add({StepKind::recv, BufferId::output, peer, sl.offset(peer, j), sl.bytes(peer, j), 0, 1}, {},
-            {sl.region(peer, j)});
 }
 
 }  // namespace
@@ -66,7 +47,7 @@ Schedule buildDirectAllreduce(const BuildParams& p) {
     addPairAllreduce(p, sl, b);
   } else {
     addReduceScatter(p, sl, b);
-    addAllGather(p, sl, b);
+    addDirectAllGather(p, sl, b, 1);
   }
   return b.finish();
 }

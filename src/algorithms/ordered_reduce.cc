@@ -2,20 +2,12 @@
 
 #include <algorithm>
 
-#include "algorithms/patterns/ring.h"
-#include "algorithms/sliced_chunks.h"
+#include "algorithms/direct_phases.h"
 
 namespace coll::algo {
 namespace {
 
 constexpr uint32_t kFoldPhase = 0, kSpreadPhase = 1;
-
-// Peers in the order rank+1, rank+2, ...: at each moment the ranks send to different owners.
-std::vector<int> peersOf(const BuildParams& p) {
-  std::vector<int> peers;
-  for (int k = 1; k < p.nranks; ++k) peers.push_back(ring::mod(p.rank + k, p.nranks));
-  return peers;
-}
 
 // The receives that combine rotate through `depth` scratch slots, each reused once the
 // receive that used it before has finished.
@@ -63,11 +55,7 @@ void addFold(const BuildParams& p, const SlicedChunks& sl, size_t j, Slots* slot
 
 // Every rank's slices of every other chunk to its owner, then this rank's folds.
 void addOrderedReduceScatter(const BuildParams& p, const SlicedChunks& sl, ScheduleBuilder& b) {
-  const BufferId input = p.in_place ? BufferId::output : BufferId::input;
-  for (int peer : peersOf(p))
-    for (size_t j = 0; j < sl.slices(peer); ++j)
-      b.add({StepKind::send, input, peer, sl.offset(peer, j), sl.bytes(peer, j), 0, kFoldPhase}, {sl.region(peer, j)},
-            {});
+  addSendToOwners(p, sl, b, kFoldPhase);
   Slots slots(p);
   for (size_t j = 0; j < sl.slices(p.rank); ++j) addFold(p, sl, j, &slots, b);
   const bool stashes = p.in_place && p.rank != 0;
@@ -90,15 +78,7 @@ Schedule buildOrderedAllreduce(const BuildParams& p) {
   b.setNumPhases(p.nranks > 1 ? 2 : 1);
   if (addTrivial(p, b)) return b.finish();
   addOrderedReduceScatter(p, sl, b);
-  const int r = p.rank;
-  for (int peer : peersOf(p))
-    for (size_t j = 0; j < sl.slices(r); ++j)
-      b.add({StepKind::send, BufferId::output, peer, sl.offset(r, j), sl.bytes(r, j), 0, kSpreadPhase},
-            {sl.region(r, j)}, {});
-  for (int peer : peersOf(p))
-    for (size_t j = 0; j < sl.slices(peer); ++j)
-      b.add({StepKind::recv, BufferId::output, peer, sl.offset(peer, j), sl.bytes(peer, j), 0, kSpreadPhase}, {},
-            {sl.region(peer, j)});
+  addDirectAllGather(p, sl, b, kSpreadPhase);
   return b.finish();
 }
 
@@ -130,7 +110,7 @@ Schedule buildOrderedReduce(const BuildParams& p) {
             {sl.region(r, j)}, {});
     return b.finish();
   }
-  for (int owner : peersOf(p))
+  for (int owner : peersInTurn(p))
     for (size_t j = 0; j < sl.slices(owner); ++j)
       b.add({StepKind::recv, BufferId::output, owner, sl.offset(owner, j), sl.bytes(owner, j), 0, kSpreadPhase}, {},
             {sl.region(owner, j)});

@@ -110,7 +110,7 @@ class Asking {
     return a_.store_problem.empty() ? k : 0;
   }
 
-  // Polls `key` (a count, or whether it exists) until `done` says so or the window ends.
+  // Calls `done` (a store call that polls) every kAnswerPoll until it holds or the window ends.
   template <typename Done>
   void pollUntil(Done done) {
     while (a_.store_problem.empty() && !done()) {

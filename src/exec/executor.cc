@@ -123,6 +123,8 @@ class Executor {
     if (ctx_.ops.size() != 1 || !carriesCall(mine)) return Status::ok();
     for (size_t l = 0; l < plan_.lanes.size(); ++l) {
       const ExecPlan::Lane& lane = plan_.lanes[l];
+      // A peer's receiving lane comes just before its sending one (ExecPlan::of): one peek each.
+      if (l > 0 && lane.sending && plan_.lanes[l - 1].peer == lane.peer) continue;
       uint64_t tag = 0, bytes = 0;
       if (lane.peer < 0 || !st_.lane_conn[l] || !st_.lane_conn[l]->unreadMessage(&tag, &bytes) || tag == mine) continue;
       const int64_t receive = nextReceiveFrom(lane.peer);

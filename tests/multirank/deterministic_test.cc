@@ -85,7 +85,7 @@ std::vector<char> inputOf(int r, DataType t, ReduceOp op, size_t count, size_t f
 
 // The fold over ranks in `order`, element by element, each step rounded to the type.
 std::vector<char> fold(DataType t, ReduceOp op, int n, size_t count, const std::vector<int>& order) {
-  std::vector<char> acc = inputOf(order[0], t, op, count), step(sizeOf(t));
+  std::vector<char> acc = inputOf(order[0], t, op, count);
   for (size_t k = 1; k < order.size(); ++k) {
     std::vector<char> x = inputOf(order[k], t, op, count);
     for (size_t i = 0; i < count; ++i) put(t, acc, i, apply(t, op, get(t, acc, i), get(t, x, i)));

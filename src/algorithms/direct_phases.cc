@@ -1,0 +1,31 @@
+#include "algorithms/direct_phases.h"
+
+#include "algorithms/patterns/ring.h"
+
+namespace coll::algo {
+
+std::vector<int> peersInTurn(const BuildParams& p) {
+  std::vector<int> peers;
+  for (int k = 1; k < p.nranks; ++k) peers.push_back(ring::mod(p.rank + k, p.nranks));
+  return peers;
+}
+
+void addSendToOwners(const BuildParams& p, const SlicedChunks& sl, ScheduleBuilder& b, uint32_t phase) {
+  const BufferId input = p.in_place ? BufferId::output : BufferId::input;
+  for (int peer : peersInTurn(p))
+    for (size_t j = 0; j < sl.slices(peer); ++j)
+      b.add({StepKind::send, input, peer, sl.offset(peer, j), sl.bytes(peer, j), 0, phase}, {sl.region(peer, j)}, {});
+}
+
+void addDirectAllGather(const BuildParams& p, const SlicedChunks& sl, ScheduleBuilder& b, uint32_t phase) {
+  const int r = p.rank;
+  for (int peer : peersInTurn(p))
+    for (size_t j = 0; j < sl.slices(r); ++j)
+      b.add({StepKind::send, BufferId::output, peer, sl.offset(r, j), sl.bytes(r, j), 0, phase}, {sl.region(r, j)}, {});
+  for (int peer : peersInTurn(p))
+    for (size_t j = 0; j < sl.slices(peer); ++j)
+      b.add({StepKind::recv, BufferId::output, peer, sl.offset(peer, j), sl.bytes(peer, j), 0, phase}, {},
+            {sl.region(peer, j)});
+}
+
+}  // namespace coll::algo
