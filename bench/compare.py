@@ -5,12 +5,16 @@ sizes, in the same run, interleaved, several rounds, medians, every result check
   bench/compare.py --local 4                                   one host, 4 ranks
   bench/compare.py --netcluster 4 --per-host 1 --rate 1gbit    simulated cluster (root)
   bench/compare.py --all                                       the four scenarios of docs/PERFORMANCE.md
+  bench/compare.py --cpu-bound                                 netcluster unshaped and at 10gbit (root)
 
 Per scenario it prints one table per collective (size, each system's median busbw, coll's
 ratio to the best peer) and writes, under --out, <scenario>.txt (the tables), <scenario>.csv
 (every measurement of every system and round), <scenario>_<collective>.csv (medians) and
 <scenario>_<collective>.png (busbw against size, log axes, the physical limit as a line:
 the link rate on netcluster, memcpy bandwidth measured in the same run on one host).
+
+Beside busbw each table gives the CPU-seconds (user + system, every thread) all ranks spent per
+GB of buffer in the timed loop, which decides the speed where the CPUs are the bottleneck.
 
 busbw follows nccl-tests: algbw = size / time (size: the whole buffer, i.e. all-gather's
 output and reduce-scatter's input), busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for
@@ -43,17 +47,19 @@ def scenarios_from(args):
         return []
     if args.all:
         return [("local", 2), ("local", 4), ("net", 4, 1), ("net", 2, 2)]
+    if args.cpu_bound:
+        return [("net", h, r, rate) for rate in ("none", "10gbit") for h, r in ((4, 1), (2, 2))]
     if args.local:
         return [("local", args.local)]
     if args.netcluster:
-        return [("net", args.netcluster, args.per_host)]
+        return [("net", args.netcluster, args.per_host, args.rate)]
     sys.exit("compare: give --local N, --netcluster H [--per-host R] or --all")
 
 
 def make_scenario(args, spec):
     if spec[0] == "local":
         return LocalScenario(args, spec[1])
-    return NetclusterScenario(args, spec[1], spec[2], args.rate)
+    return NetclusterScenario(args, spec[1], spec[2], spec[3])
 
 
 def run_scenario(args, spec, out, log):
@@ -77,6 +83,9 @@ def parse_args():
     p.add_argument("--per-host", type=int, default=1, metavar="R")
     p.add_argument("--rate", default="1gbit", help="netcluster link rate (tc syntax)")
     p.add_argument("--all", action="store_true", help="local 2 and 4; netcluster 4x1 and 2x2")
+    p.add_argument("--cpu-bound", action="store_true",
+                   help="netcluster 4x1 and 2x2 with shaping off (--rate none) and at 10gbit, 16-256 MiB: "
+                        "where the CPUs, not the links, are the limit (root)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--collectives", default=",".join(COLLECTIVES))
     p.add_argument("--systems", default=",".join(SYSTEMS), help="a subset, for quick looks")
@@ -100,6 +109,8 @@ def parse_args():
     if unknown:
         p.error(f"unknown collectives {sorted(unknown)}; known: {COLLECTIVES}")
     args.size_list = [parse_bytes(s) for s in args.sizes.split(",")] if args.sizes else None
+    if args.cpu_bound and not args.size_list:
+        args.size_list = [16 << 20, 64 << 20, 256 << 20]
     return args
 
 

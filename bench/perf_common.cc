@@ -16,6 +16,7 @@
 #include "perf_device.h"
 #include "perf_options.h"
 #include "perf_report.h"
+#include "perf_stats.h"
 
 namespace coll::bench {
 namespace {
@@ -49,6 +50,14 @@ class HostBuffer {
     void operator()(std::byte* p) const { std::free(p); }
   };
   std::unique_ptr<std::byte, Free> data_;
+};
+
+// What one timed loop measured beside its time: this rank's CPU time, and with -K the time
+// of each op.
+struct LoopStats {
+  int ops = 0;
+  double cpuSeconds = 0;
+  std::vector<double> opSeconds;
 };
 
 struct OpBuffers {
@@ -91,7 +100,8 @@ class PerfRunner {
   int64_t checkUntilWrong(const Row& row, bool inPlace);
   void compareAlgorithms(const Row& row, RowLabel label);
   std::string algoRule(const std::string& algo) const;
-  double timeOps(const Row& row, bool inPlace, int iters, double* cpuSeconds);
+  double timeOps(const Row& row, bool inPlace, int iters, double* cpuSeconds, LoopStats* stats = nullptr);
+  void addStats(const Row& row, LoopStats& stats, CellResult* result);
   int64_t checkOnce(const Row& row, bool inPlace);
   void prepare(const Row& row, bool inPlace);
   // The op's buffers: on the GPU with -X 1, unless host_view asks for their host mirrors
@@ -193,21 +203,27 @@ void PerfRunner::download(const Row& row) {
   drecv_->download(recv_.data(), std::max(row.counts.send, row.counts.recv) * sizeOf(row.type));
 }
 
-// Returns the time per op; *cpuSeconds gets the time per op to issue them.
-double PerfRunner::timeOps(const Row& row, bool inPlace, int iters, double* cpuSeconds) {
+// Returns the time per op; *cpuSeconds gets the time per op to issue them. With stats (and
+// -K), each op is waited for before the next and timed alone.
+double PerfRunner::timeOps(const Row& row, bool inPlace, int iters, double* cpuSeconds, LoopStats* stats) {
   int ops = iters * opts_.aggIters;
+  const bool perOp = stats && opts_.latencyStats;
   works_.clear();
   works_.reserve(static_cast<size_t>(ops));
+  if (perOp) stats->opSeconds.reserve(static_cast<size_t>(ops));
   barrier();
+  double cpuStart = processCpuSeconds();
   Clock::time_point start = Clock::now();
   for (int i = 0; i < ops; ++i) {
     OpBuffers b = buffers(row, inPlace, i);
+    Clock::time_point opStart = Clock::now();
     Work work = desc_.run(comm_, b.send, b.recv, row);
-    if (opts_.blocking == 0) {
+    if (opts_.blocking == 0 && !perOp) {
       works_.push_back(std::move(work));
       continue;
     }
     wait(work);
+    if (perOp) stats->opSeconds.push_back(secondsSince(opStart));
     if (opts_.blocking == 1) barrier();
   }
   *cpuSeconds = secondsSince(start) / ops;
@@ -215,8 +231,26 @@ double PerfRunner::timeOps(const Row& row, bool inPlace, int iters, double* cpuS
   // surfaces the error of any op that failed.
   for (const Work& work : works_) wait(work);
   double seconds = secondsSince(start) / ops;
+  if (stats) {
+    stats->ops = ops;
+    stats->cpuSeconds = processCpuSeconds() - cpuStart;
+  }
   works_.clear();
   return seconds;
+}
+
+// The CPU all ranks spent per GB, and with -K the median and 99th percentile of every rank's
+// per-op times pooled (gathered over the communicator, after the timed loop).
+void PerfRunner::addStats(const Row& row, LoopStats& stats, CellResult* result) {
+  double cpu = 0;
+  wait(comm_.allreduce(&stats.cpuSeconds, &cpu, 1, DataType::f64, ReduceOp::sum));
+  size_t bytes = std::max(row.counts.send, row.counts.recv) * sizeOf(row.type);
+  result->cpuPerGB = cpuSecondsPerGB(cpu, static_cast<size_t>(stats.ops), bytes);
+  if (!opts_.latencyStats) return;
+  std::vector<double> pooled(stats.opSeconds.size() * static_cast<size_t>(comm_.size()));
+  wait(comm_.allgather(stats.opSeconds.data(), pooled.data(), stats.opSeconds.size(), DataType::f64));
+  result->p50Us = quantile(&pooled, 0.5) * 1e6;
+  result->p99Us = quantile(&pooled, 0.99) * 1e6;
 }
 
 int64_t PerfRunner::checkOnce(const Row& row, bool inPlace) {
@@ -243,9 +277,11 @@ CellResult PerfRunner::measure(const Row& row, bool inPlace) {
   // Time on the same data the check uses, as nccl-tests does.
   if (opts_.check > 0) prepare(row, inPlace);
   double cpuSeconds = 0;
-  double seconds = aggregateTime(timeOps(row, inPlace, opts_.iters, &cpuSeconds));
+  LoopStats stats;
+  double seconds = aggregateTime(timeOps(row, inPlace, opts_.iters, &cpuSeconds, &stats));
   if (opts_.reportCpuTime) cpuSeconds = aggregateTime(cpuSeconds);
   CellResult result = cellOf(row, seconds, cpuSeconds);
+  addStats(row, stats, &result);
   if (opts_.check > 0 && !(inPlace && desc_.inPlace == CollDesc::InPlace::kUnchecked))
     result.wrong = checkUntilWrong(row, inPlace);
   busBwSum_ += result.busBw;

@@ -25,7 +25,7 @@ constexpr Flag kSupported[] = {
     {'d', "datatype", true},       {'r', "root", true},      {'z', "blocking", true},
     {'y', "stream_null", true},    {'T', "timeout", true},   {'G', "cudagraph", true},
     {'C', "report_cputime", true}, {'a', "average", true},   {'J', "output_file", true},
-    {'X', "device_buffers", true},
+    {'X', "device_buffers", true}, {'K', "latency_stats", true},
     {'Q', "compare_algos", true},  {'j', "algo_rounds", true},
     {'h', "help", false},
 };
@@ -160,6 +160,10 @@ bool applyCountFlag(int c, const char* arg, PerfOptions* o, std::string* error) 
     case 'X':
       if (!intFlag(c, arg, 0, 1, &v, error)) return false;
       o->deviceBuffers = v != 0;
+      return true;
+    case 'K':
+      if (!intFlag(c, arg, 0, 1, &v, error)) return false;
+      o->latencyStats = v != 0;
       return true;
   }
   *error = "internal: unhandled flag " + flagName(c);
@@ -343,6 +347,9 @@ std::string perfUsage(const char* program) {
          "\n\t[-j,--algo_rounds <n> interleaved rounds of -Q, the median reported] (default 3)"
          "\n\t[-X,--device_buffers <0/1> 1: buffers in GPU memory (CUDA build), and the header gives the"
          " GPU's copy bandwidth] (default 0: host memory)"
+         "\n\t[-K,--latency_stats <0/1> 1: wait for each timed op, and add per cell the median and 99th"
+         " percentile of the per-op times (all ranks' pooled, us) and the CPU-seconds all ranks spent per GB"
+         " of buffer (user + system)] (default 0)"
          "\n\t[-t,--nthreads 1] [-g,--ngpus 1] [-G,--cudagraph 0] [-y,--stream_null 0]"
          " [-p,--parallel_init 0/1]: accepted for compatibility, other values refused"
          "\n\t[-h,--help]\n";

@@ -27,6 +27,10 @@ struct PerfOptions {
   int blocking = 0;    // 1: wait for each op, then a barrier; 2: wait only
   int timeoutSec = 0;  // 0: only the ops' own deadline (COLL_TIMEOUT) applies
   bool reportCpuTime = false;
+  // -K 1: each timed op is waited for before the next, and each cell adds the median and 99th
+  // percentile of those per-op times (pooled over ranks) and the CPU-seconds per GB of buffer
+  // spent by all ranks together (user + system, every thread).
+  bool latencyStats = false;
   int average = 1;  // time reported over ranks: 0 rank 0's, 1 mean, 2 min, 3 max
   std::string jsonPath;
   bool deviceBuffers = false;  // -X 1: buffers in GPU memory (a CUDA build)

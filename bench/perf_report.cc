@@ -13,13 +13,25 @@ namespace {
 // time, algbw, busbw, #wrong.
 constexpr const char* kLabelColumns = "# %10s  %12s  %8s  %6s  %6s";
 constexpr const char* kCellColumns = "  %7s  %6s  %6s  %6s";
+// -K: after each placement's cells, the per-op median and 99th percentile and the CPU per GB.
+constexpr const char* kStatsColumns = "  %7s  %7s  %6s";
 
-void printHeaderLine(std::FILE* out, const char* size, const char* count, const char* type,
-                     const char* redop, const char* root, const char* time, const char* algbw,
-                     const char* busbw, const char* wrong) {
+struct HeaderCells {
+  const char* time;
+  const char* algbw;
+  const char* busbw;
+  const char* wrong;
+  const char* p50;
+  const char* p99;
+  const char* cpu;
+};
+
+void printHeaderLine(std::FILE* out, bool stats, const char* size, const char* count, const char* type,
+                     const char* redop, const char* root, const HeaderCells& c) {
   std::fprintf(out, kLabelColumns, size, count, type, redop, root);
   for (int placement = 0; placement < 2; ++placement) {
-    std::fprintf(out, kCellColumns, time, algbw, busbw, wrong);
+    std::fprintf(out, kCellColumns, c.time, c.algbw, c.busbw, c.wrong);
+    if (stats) std::fprintf(out, kStatsColumns, c.p50, c.p99, c.cpu);
   }
   std::fprintf(out, " \n");
 }
@@ -108,12 +120,13 @@ void Reporter::printTableHeader() {
   if (!active_) return;
   const char* time = options_.reportCpuTime ? "cputime" : "time";
   std::fprintf(out_, "#\n");
-  std::fprintf(out_,
-               "# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
-               "in-place          \n",
-               "", "", "", "", "");
-  printHeaderLine(out_, "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong");
-  printHeaderLine(out_, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+  const bool stats = options_.latencyStats;
+  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       %s"
+               "in-place          \n", "", "", "", "", "", stats ? "                          " : "");
+  printHeaderLine(out_, stats, "size", "count", "type", "redop", "root",
+                  HeaderCells{time, "algbw", "busbw", "#wrong", "p50", "p99", "cpu/GB"});
+  printHeaderLine(out_, stats, "(B)", "(elements)", "", "", "",
+                  HeaderCells{"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(s)"});
   std::fflush(out_);
 }
 
@@ -136,6 +149,9 @@ void Reporter::printCell(const RowLabel& row, bool inPlace, const CellResult& re
   auto number = [](double v, int width) { return std::isnan(v) ? std::string("N/A") : formatFixedWidth(v, width); };
   std::fprintf(out_, kCellColumns, number(result.timeUs, 7).c_str(), number(result.algBw, 6).c_str(),
                number(result.busBw, 6).c_str(), wrong);
+  if (options_.latencyStats)
+    std::fprintf(out_, kStatsColumns, number(result.p50Us, 7).c_str(), number(result.p99Us, 7).c_str(),
+                 number(result.cpuPerGB, 6).c_str());
   std::fflush(out_);
   writeJsonLine(row, inPlace, result);
 }
@@ -163,10 +179,13 @@ void Reporter::writeJsonLine(const RowLabel& row, bool inPlace, const CellResult
   std::fprintf(json_,
                "{\"collective\":\"%s\",\"nranks\":%d,\"size\":%zu,\"count\":%zu,"
                "\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,\"inplace\":%s,"
-               "\"time_us\":%s,\"algbw\":%s,\"busbw\":%s,\"wrong\":%s%s%s%s}\n",
+               "\"time_us\":%s,\"algbw\":%s,\"busbw\":%s,\"wrong\":%s,"
+               "\"p50_us\":%s,\"p99_us\":%s,\"cpu_s_per_gb\":%s%s%s%s}\n",
                collective_.c_str(), nranks_, row.bytes, row.count, row.type, row.redop, row.root,
                inPlace ? "true" : "false", jsonNumber(result.timeUs).c_str(),
                jsonNumber(result.algBw).c_str(), jsonNumber(result.busBw).c_str(), wrong.c_str(),
+               jsonNumber(result.p50Us).c_str(), jsonNumber(result.p99Us).c_str(),
+               jsonNumber(result.cpuPerGB).c_str(),
                row.algo ? ",\"algo\":\"" : "", row.algo ? row.algo : "", row.algo ? "\"" : "");
   std::fflush(json_);
 }

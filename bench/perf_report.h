@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ struct CellResult {
   double algBw = 0;   // GB/s (1e9 bytes per second)
   double busBw = 0;
   int64_t wrong = -1;  // wrong elements summed over ranks; -1: not checked
+  // NaN: not measured. p50/p99 of per-op times with -K; CPU-seconds per GB always (the JSON
+  // has it; the table with -K).
+  double p50Us = std::numeric_limits<double>::quiet_NaN();
+  double p99Us = std::numeric_limits<double>::quiet_NaN();
+  double cpuPerGB = std::numeric_limits<double>::quiet_NaN();
 };
 
 // The columns left of the measurements.

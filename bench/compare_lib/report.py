@@ -40,10 +40,11 @@ def summary_rows(m, collective, systems, sizes):
     for size in sizes:
         bw = {s: m.median(m.busbw, collective, s, size) for s in systems}
         us = {s: m.median(m.time_us, collective, s, size) for s in systems}
+        cpu = {s: m.median(m.cpu, collective, s, size) for s in systems}
         peers = {s: v for s, v in bw.items() if s != "coll" and v is not None}
         best = max(peers, key=peers.get) if peers else None
         ratio = bw["coll"] / peers[best] if best and peers[best] > 0 and bw.get("coll") else None
-        rows.append({"size": size, "busbw": bw, "time_us": us, "best": best, "ratio": ratio})
+        rows.append({"size": size, "busbw": bw, "time_us": us, "cpu": cpu, "best": best, "ratio": ratio})
     return rows
 
 
@@ -57,6 +58,10 @@ def table_text(scn, m, collective, systems, rows):
     small = rows[0]
     lines.append(f"{'time, us':>10} " + " ".join(f"{cell(small['time_us'][s]):>10}" for s in systems)
                  + f"   (at {human_size(small['size'])})")
+    if any(r["cpu"][s] is not None for r in rows for s in systems):
+        lines.append("CPU-seconds of all ranks (user + system) per GB of buffer, median:")
+        for r in rows:
+            lines.append(f"{human_size(r['size']):>10} " + " ".join(f"{cell(r['cpu'][s]):>10}" for s in systems))
     ceiling = scn.ceiling(statistics.median(m.limits) if m.limits else None)
     for s in systems:
         over = [human_size(r["size"]) for r in rows if ceiling and (r["busbw"][s] or 0) > ceiling]
@@ -74,17 +79,18 @@ def write_summary_csv(path, systems, rows):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["size_bytes"] + [f"{s}_busbw_gbs" for s in systems] + [f"{s}_time_us" for s in systems]
-                   + ["best_peer", "coll_over_best_peer"])
+                   + ["best_peer", "coll_over_best_peer"] + [f"{s}_cpu_s_per_gb" for s in systems])
         for r in rows:
             w.writerow([r["size"]] + [cell(r["busbw"][s]) for s in systems]
-                       + [cell(r["time_us"][s]) for s in systems] + [r["best"] or "", cell(r["ratio"])])
+                       + [cell(r["time_us"][s]) for s in systems] + [r["best"] or "", cell(r["ratio"])]
+                       + [cell(r["cpu"][s]) for s in systems])
 
 
 def write_raw_csv(path, m):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["round", "collective", "system", "size_bytes", "time_us", "busbw_gbs", "wrong", "status",
-                    "load1"])
+                    "load1", "cpu_s_per_gb"])
         w.writerows(m.raw)
 
 

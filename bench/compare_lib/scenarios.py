@@ -26,6 +26,7 @@ class Result:
     time_us: float
     busbw: float
     wrong: int  # -1: not checked (never, here); > 0: the run is invalid
+    cpu_per_gb: float = None  # CPU-seconds (user + system) of all ranks per GB of buffer
 
 
 @dataclass
@@ -60,7 +61,8 @@ def table_rows(text):
         f = line.split()
         if len(f) >= 5 and f[0].isdigit():
             wrong = -1 if f[4] == "N/A" else int(f[4])
-            rows.append(Result(int(f[0]), float(f[1]), float(f[3]), wrong))
+            cpu = float(f[7]) if len(f) >= 8 else None
+            rows.append(Result(int(f[0]), float(f[1]), float(f[3]), wrong, cpu))
     return rows
 
 
@@ -71,7 +73,7 @@ def json_rows(path, inplace=False):
         d = json.loads(line)
         if d["inplace"] == inplace:
             rows.append(Result(d["size"], d["time_us"], d["busbw"],
-                               -1 if d["wrong"] is None else d["wrong"]))
+                               -1 if d["wrong"] is None else d["wrong"], d.get("cpu_s_per_gb")))
     return rows
 
 
@@ -280,7 +282,8 @@ class NetclusterScenario(Scenario):
     def __init__(self, args, hosts, per_host, rate):
         super().__init__(args, hosts * per_host)
         self.hosts, self.per_host, self.rate = hosts, per_host, rate
-        self.name = f"net{hosts}x{per_host}"
+        # 1gbit keeps the name docs/PERFORMANCE.md's tables were written under
+        self.name = f"net{hosts}x{per_host}" + ("" if rate == "1gbit" else f"_{rate}")
         self.title = f"netcluster, {hosts} hosts x {per_host} rank(s), {rate} links"
         self.sizes = (args.size_list or NET_SIZES) + ([256 << 20] if args.net_256m else [])
         self.agent = self.work / "rsh"
@@ -361,7 +364,7 @@ class Measurements:
     """Every round's results, keyed by (collective, system, size), plus errors and context."""
 
     def __init__(self):
-        self.busbw, self.time_us, self.errors = {}, {}, {}
+        self.busbw, self.time_us, self.cpu, self.errors = {}, {}, {}, {}
         self.limits, self.loads, self.raw = [], [], []
 
     def add(self, rnd, collective, system, outcome, n, load):
@@ -372,14 +375,17 @@ class Measurements:
         for r in outcome.results:
             r.busbw = r.size / (r.time_us * 1e3) * bus_factor(collective, n) if r.time_us > 0 else 0.0
             ok = r.wrong == 0
+            cpu = "" if r.cpu_per_gb is None else f"{r.cpu_per_gb:.4g}"
             self.raw.append([rnd, collective, system, r.size, f"{r.time_us:.3f}", f"{r.busbw:.6g}",
-                             r.wrong, "ok" if ok else "WRONG", f"{load:.2f}"])
+                             r.wrong, "ok" if ok else "WRONG", f"{load:.2f}", cpu])
             if not ok:
                 self.errors.setdefault((collective, system), []).append(
                     f"round {rnd}: {r.wrong} wrong elements at {r.size} B")
                 continue
             self.busbw.setdefault((collective, system, r.size), []).append(r.busbw)
             self.time_us.setdefault((collective, system, r.size), []).append(r.time_us)
+            if r.cpu_per_gb is not None:
+                self.cpu.setdefault((collective, system, r.size), []).append(r.cpu_per_gb)
 
     def median(self, table, collective, system, size):
         values = table.get((collective, system, size))

@@ -8,9 +8,13 @@
  * SIZE is nccl-tests' size: the whole buffer (all-gather's output, reduce-scatter's input).
  * The plan form gives each size its own iteration count, so one launch can cover 8 B and
  * 64 MiB without thousands of 64 MiB ops. CHECK=1 runs each op once more on fresh data and
- * counts wrong elements (the #wrong column, summed over ranks), as nccl-tests -c 1 does. */
+ * counts wrong elements (the #wrong column, summed over ranks), as nccl-tests -c 1 does.
+ * Beyond nccl-tests' columns: the median and 99th percentile of the per-op times (every
+ * rank's, pooled) and the CPU-seconds (user + system) all ranks spent per GB of buffer. */
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,15 +69,58 @@ static void run_once(enum Op op, float* in, float* out, long per_rank) {
   }
 }
 
-static double time_op(enum Op op, float* in, float* out, long per_rank, int iters) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  double start = MPI_Wtime();
-  for (int i = 0; i < iters; ++i) run_once(op, in, out, per_rank);
-  double mine = (MPI_Wtime() - start) / (iters > 0 ? iters : 1), sum = 0;
-  MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  int n;
+static double cpu_seconds(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+static int by_value(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+/* Nearest-rank q-quantile of n sorted samples. */
+static double quantile(const double* sorted, int n, double q) {
+  int k = (int)ceil(q * n);
+  return sorted[(k < 1 ? 1 : k > n ? n : k) - 1];
+}
+
+/* What time_op measured: the mean time per op over ranks (nccl-tests -a 1); the median and
+ * 99th percentile of every rank's per-op times pooled; all ranks' CPU-seconds per op. */
+typedef struct {
+  double mean, p50, p99, cpu;
+} Timing;
+
+static Timing time_op(enum Op op, float* in, float* out, long per_rank, int iters) {
+  int n, rank;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return sum / n; /* mean over ranks, like nccl-tests -a 1 */
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  Timing t = {0, 0, 0, 0};
+  if (iters < 1) return t;
+  double* mine = malloc(sizeof(double) * (size_t)iters);
+  double* all = rank == 0 ? malloc(sizeof(double) * (size_t)iters * (size_t)n) : NULL;
+  MPI_Barrier(MPI_COMM_WORLD);
+  double cpu_start = cpu_seconds(), start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    double op_start = MPI_Wtime();
+    run_once(op, in, out, per_rank);
+    mine[i] = MPI_Wtime() - op_start;
+  }
+  double mean = (MPI_Wtime() - start) / iters, cpu = cpu_seconds() - cpu_start, sum = 0, cpu_sum = 0;
+  MPI_Allreduce(&mean, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Gather(mine, iters, MPI_DOUBLE, all, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  t.mean = sum / n;
+  t.cpu = cpu_sum / iters;
+  if (rank == 0) {
+    qsort(all, (size_t)iters * (size_t)n, sizeof(double), by_value);
+    t.p50 = quantile(all, iters * n, 0.5);
+    t.p99 = quantile(all, iters * n, 0.99);
+  }
+  free(mine);
+  free(all);
+  return t;
 }
 
 /* Small integers, so float sums over any rank count stay exact. */
@@ -144,22 +191,24 @@ int main(int argc, char** argv) {
   float* in = calloc((size_t)elements, 4);
   float* out = calloc((size_t)elements, 4);
   if (rank == 0)
-    printf("# MPI %s, %d ranks\n#       size    time(us)   algbw   busbw  #wrong\n", argv[1], n);
+    printf("# MPI %s, %d ranks\n#       size    time(us)   algbw   busbw  #wrong     p50(us)     p99(us)  cpu(s)/GB\n",
+           argv[1], n);
   long failures = 0;
   for (int s = 0; s < nsteps; ++s) {
     long per_rank = chunk_elements(op, steps[s].size, n);
     long bytes = 4 * (send_count(op, per_rank, n) > recv_count(op, per_rank, n)
                           ? send_count(op, per_rank, n) : recv_count(op, per_rank, n));
-    time_op(op, in, out, per_rank, steps[s].warmup);
-    double secs = time_op(op, in, out, per_rank, steps[s].iters);
+    (void)time_op(op, in, out, per_rank, steps[s].warmup);
+    Timing t = time_op(op, in, out, per_rank, steps[s].iters);
+    double secs = t.mean;
     long wrong = check ? check_op(op, in, out, per_rank, rank, n) : -1;
     failures += wrong > 0;
     double algbw = bytes / secs / 1e9;
     if (rank == 0) {
       char wrong_text[24] = "N/A";
       if (wrong >= 0) snprintf(wrong_text, sizeof wrong_text, "%ld", wrong);
-      printf("%12ld %11.2f %7.3f %7.3f %7s\n", bytes, secs * 1e6, algbw, algbw * bus_factor(op, n),
-             wrong_text);
+      printf("%12ld %11.2f %7.3f %7.3f %7s %11.2f %11.2f %10.4g\n", bytes, secs * 1e6, algbw,
+             algbw * bus_factor(op, n), wrong_text, t.p50 * 1e6, t.p99 * 1e6, t.cpu / (bytes / 1e9));
     }
     fflush(stdout);
   }

@@ -9,8 +9,12 @@ Launch like any torch job: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the env
 nccl-tests' (the whole buffer: all-gather's output, reduce-scatter's input). Either -b/-e/-f
 with -n/-w for every size, or --plan SIZE:ITERS:WARMUP,... to give each size its own counts.
 A collective the backend lacks (gloo has no reduce-scatter) prints "# unsupported" and no rows.
+Beyond nccl-tests' columns: the median and 99th percentile of the per-op times (every rank's,
+pooled) and the CPU-seconds (user + system, all threads) all ranks spent per GB of buffer.
 """
 import argparse
+import math
+import resource
 import time
 
 import torch
@@ -76,17 +80,39 @@ def make_runner(op, n):
     return all_gather
 
 
+def cpu_seconds():
+    """User + system CPU of this process, every thread (gloo's included)."""
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+
+
+def quantile(sorted_samples, q):
+    """Nearest-rank q-quantile."""
+    k = min(max(math.ceil(q * len(sorted_samples)), 1), len(sorted_samples))
+    return sorted_samples[k - 1]
+
+
 def time_op(run, bufs, iters, warmup):
+    """Mean time per op over ranks (nccl-tests -a 1), the median and 99th percentile of every
+    rank's per-op times pooled, and all ranks' CPU-seconds per op."""
     for _ in range(warmup):
         run(bufs)
     dist.barrier()
-    start = time.perf_counter()
-    for _ in range(iters):
+    iters = max(1, iters)
+    per_op = torch.zeros(iters, dtype=torch.float64)
+    cpu_start, start = cpu_seconds(), time.perf_counter()
+    for i in range(iters):
+        op_start = time.perf_counter()
         run(bufs)
-    elapsed = (time.perf_counter() - start) / max(1, iters)
-    t = torch.tensor([elapsed], dtype=torch.float64)
-    dist.all_reduce(t)  # report the mean over ranks, like nccl-tests -a 1
-    return t.item() / dist.get_world_size()
+        per_op[i] = time.perf_counter() - op_start
+    elapsed = (time.perf_counter() - start) / iters
+    sums = torch.tensor([elapsed, cpu_seconds() - cpu_start], dtype=torch.float64)
+    dist.all_reduce(sums)
+    pooled = [torch.zeros_like(per_op) for _ in range(dist.get_world_size())]
+    dist.all_gather(pooled, per_op)
+    samples = sorted(torch.cat(pooled).tolist())
+    return (sums[0].item() / dist.get_world_size(), quantile(samples, 0.5), quantile(samples, 0.99),
+            sums[1].item() / iters)
 
 
 def pattern(rank, length, offset=0):
@@ -148,19 +174,19 @@ def main():
     run = make_runner(args.op, n)
     if rank == 0:
         print(f"# torch {torch.__version__} {args.backend} {args.op}, {n} ranks")
-        print("#       size    time(us)   algbw   busbw  #wrong")
+        print("#       size    time(us)   algbw   busbw  #wrong     p50(us)     p99(us)  cpu(s)/GB")
     failures = 0
     if supported(args.op, run, n):
         for size, iters, warmup in parsed_plan(args.plan) if args.plan else geometric_plan(args):
             bufs = Buffers(args.op, size, n)
-            secs = time_op(run, bufs, iters, warmup)
+            secs, p50, p99, cpu = time_op(run, bufs, iters, warmup)
             wrong = check_op(args.op, run, bufs, rank, n) if args.c else -1
             failures += wrong > 0
             if rank == 0:
                 algbw = bufs.bytes / secs / 1e9
                 print(f"{bufs.bytes:12d} {secs * 1e6:11.2f} {algbw:7.3f} "
-                      f"{algbw * bus_factor(args.op, n):7.3f} {wrong if wrong >= 0 else 'N/A':>7}",
-                      flush=True)
+                      f"{algbw * bus_factor(args.op, n):7.3f} {wrong if wrong >= 0 else 'N/A':>7} "
+                      f"{p50 * 1e6:11.2f} {p99 * 1e6:11.2f} {cpu / (bufs.bytes / 1e9):10.4g}", flush=True)
     dist.destroy_process_group()
     raise SystemExit(1 if failures else 0)
 

@@ -108,6 +108,8 @@ Config Config::fromEnvironment() {
   readBytes("COLL_SOCKET_BUFFER", 0, 1ull << 30, &buf);
   c.socket_buffer_bytes = static_cast<int>(buf);
   readBytes("COLL_SLICE_BYTES", 4096, 1ull << 30, &c.slice_bytes);
+  c.slice_bytes_auto = env("COLL_SLICE_BYTES") == nullptr;
+  readBytes("COLL_SOCKET_WAKE_BYTES", 0, 1ull << 30, &c.socket_wake_bytes);
   readInt("COLL_PIPELINE_DEPTH", 1, 1024, &c.pipeline_depth);
   readString("COLL_JOB_SECRET", &c.job_secret);
   readString("COLL_ALGO", &c.algo);

@@ -17,7 +17,14 @@ struct Config {
   int socket_nstreams = 2;                     // COLL_SOCKET_NSTREAMS: TCP streams per peer
   std::string socket_ifname;                   // COLL_SOCKET_IFNAME: interface for data sockets
   int socket_buffer_bytes = 4 << 20;           // COLL_SOCKET_BUFFER: SO_SNDBUF/SO_RCVBUF
+  // A socket receive with at least this much still to come sleeps until this much has arrived
+  // (SO_RCVLOWAT) instead of waking for every segment; 0 wakes for every segment.
+  // transport/socket/connection.cc has the measurement.
+  size_t socket_wake_bytes = 2 << 20;          // COLL_SOCKET_WAKE_BYTES
   size_t slice_bytes = 512 << 10;              // COLL_SLICE_BYTES: pipelining unit of algorithms
+  // COLL_SLICE_BYTES unset: ops between hosts take larger slices as they grow
+  // (algorithms/slice_size.h); set, every op uses it as it is.
+  bool slice_bytes_auto = true;
   int pipeline_depth = 8;                      // COLL_PIPELINE_DEPTH: slices in flight per peer
   std::string job_secret;                      // COLL_JOB_SECRET
   std::string algo;                            // COLL_ALGO: forced algorithm(s), e.g. "ring"

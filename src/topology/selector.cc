@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/slice_size.h"
 #include "base/log.h"
 #include "topology/cost_model.h"
 
@@ -32,9 +33,10 @@ std::string describeRejected(const std::vector<Rejected>& rejected) {
 Choice Selector::modelChoice(algo::Collective collective, size_t bytes, size_t elem_size) const {
   Choice c;
   std::vector<std::pair<const algo::AlgorithmInfo*, Prediction>> priced;
+  const size_t slice = algo::sliceBytesFor(bytes, slice_bytes_, grow_slices_ ? topology_.inter.beta_Bps : 0);
   for (const algo::AlgorithmInfo& a : algo::catalog())
     if (a.collective == collective)
-      priced.emplace_back(&a, predictTime(collective, a.name, bytes, elem_size, topology_, slice_bytes_));
+      priced.emplace_back(&a, predictTime(collective, a.name, bytes, elem_size, topology_, slice));
   for (const auto& [a, p] : priced)
     if (p.supported && (!c.algorithm || p.seconds < c.predicted_s)) {
       c.algorithm = a;
@@ -104,9 +106,10 @@ void Selector::logOnce(algo::Collective collective, size_t bytes, const Choice& 
   std::string why = c.reason.substr(0, c.reason.find(':'));
   std::string key = std::string(algo::toString(collective)) + "/" + c.algorithm->name + "/" + why;
   if (!logged_.insert(key).second) return;
-  COLL_INFO("TUNE", "%s of %s -> %s, predicted %s (%s); rejected: %s", algo::toString(collective),
-            formatBytes(bytes).c_str(), c.algorithm->name, formatSeconds(c.predicted_s).c_str(), c.reason.c_str(),
-            describeRejected(c.rejected).c_str());
+  const size_t slice = algo::sliceBytesFor(bytes, slice_bytes_, grow_slices_ ? topology_.inter.beta_Bps : 0);
+  COLL_INFO("TUNE", "%s of %s -> %s in slices of %s, predicted %s (%s); rejected: %s", algo::toString(collective),
+            formatBytes(bytes).c_str(), c.algorithm->name, formatBytes(slice).c_str(), formatSeconds(c.predicted_s).c_str(),
+            c.reason.c_str(), describeRejected(c.rejected).c_str());
 }
 
 }  // namespace coll::topology

@@ -57,6 +57,8 @@ class Selector {
   // COLL_DETERMINISTIC=1: reductions always run "ordered" (algorithms/ordered_reduce.h), over
   // any rule or tuning: a result that depended on the choice would not be deterministic.
   void setDeterministic(bool on) { deterministic_ = on; cache_.clear(); }
+  // The model prices each size with the slice the op will run with (algorithms/slice_size.h).
+  void setGrowingSlices(bool on) { grow_slices_ = on; cache_.clear(); }
 
  private:
   Choice decide(algo::Collective collective, size_t bytes, size_t elem_size) const;
@@ -67,6 +69,7 @@ class Selector {
   size_t slice_bytes_;
   TuningTable tuning_;
   bool deterministic_ = false;
+  bool grow_slices_ = false;
   std::set<std::string> logged_;
   std::map<std::tuple<algo::Collective, size_t, size_t>, Choice> cache_;  // sizes recur (buckets, benchmarks)
 };

@@ -28,7 +28,17 @@ TEST(Config, GoodValuesLeaveNoProblems) {
   EXPECT_TRUE(config.problems.empty());
   EXPECT_EQ(config.socket_nstreams, 3);
   EXPECT_EQ(config.slice_bytes, 64u << 10);
+  EXPECT_FALSE(config.slice_bytes_auto);  // set by hand: every op takes it as it is
   EXPECT_EQ(config.timeout.count(), 2500);
+}
+
+TEST(Config, SlicesGrowOnlyWhenLeftToTheDefault) {
+  Config defaults = Config::fromEnvironment();
+  EXPECT_TRUE(defaults.slice_bytes_auto);
+  ScopedEnv a("COLL_SOCKET_WAKE_BYTES", "0");
+  EXPECT_EQ(Config::fromEnvironment().socket_wake_bytes, 0u);
+  ScopedEnv b("COLL_SOCKET_WAKE_BYTES", "3M");
+  EXPECT_EQ(Config::fromEnvironment().socket_wake_bytes, 3u << 20);
 }
 
 TEST(Config, EveryBadValueIsNamedWithWhatIsAllowed) {

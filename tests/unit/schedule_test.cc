@@ -18,6 +18,7 @@
 #include "algorithms/patterns/ring.h"
 #include "algorithms/ring_allreduce.h"
 #include "algorithms/schedule.h"
+#include "algorithms/slice_size.h"
 #include "unit/schedule_interpreter.h"
 
 namespace coll::algo {
@@ -59,6 +60,23 @@ TEST(RingArithmetic, ChunksPartitionTheBufferExactly) {
       }
     }
   }
+}
+
+// Large ops between hosts take larger slices, never beyond 4 MiB, nor beyond 2 ms of the link,
+// nor below the configured one; inside a host, or with COLL_SLICE_BYTES set (rate 0), the
+// configured slice stands.
+TEST(SliceSize, GrowsWithTheOpWhereTheLinkIsFast) {
+  const size_t base = 512 << 10;
+  const double unshaped = 2.9e9, ten_gbit = 1.25e9, one_gbit = 0.119e9;
+  EXPECT_EQ(algo::sliceBytesFor(64 << 20, base, 0), base);
+  EXPECT_EQ(algo::sliceBytesFor(8, base, unshaped), base);
+  EXPECT_EQ(algo::sliceBytesFor(4 << 20, base, unshaped), base);
+  EXPECT_EQ(algo::sliceBytesFor(16 << 20, base, unshaped), size_t{2} << 20);
+  EXPECT_EQ(algo::sliceBytesFor(24 << 20, base, unshaped), size_t{3} << 20);
+  EXPECT_EQ(algo::sliceBytesFor(256 << 20, base, unshaped), size_t{4} << 20);
+  EXPECT_EQ(algo::sliceBytesFor(256 << 20, base, ten_gbit), size_t{2432} << 10);  // 2 ms, in 64 KiB units
+  EXPECT_EQ(algo::sliceBytesFor(256 << 20, base, one_gbit), base);                // 2 ms is 238 KB
+  EXPECT_EQ(algo::sliceBytesFor(256 << 20, size_t{8} << 20, unshaped), size_t{8} << 20);  // never below the base
 }
 
 TEST(RingArithmetic, NumSlices) {

@@ -245,7 +245,7 @@ TEST(Selector, LogsEachDistinctChoiceOnceWithRejectedCandidates) {
   s.choose(Collective::allreduce, 16);
   s.choose(Collective::allreduce, 256 << 20);
   std::string log = testing::internal::GetCapturedStderr();
-  EXPECT_NE(log.find("allreduce of 8 B -> rd, predicted"), std::string::npos) << log;
+  EXPECT_NE(log.find("allreduce of 8 B -> rd in slices of 512 KiB, predicted"), std::string::npos) << log;
   EXPECT_EQ(log.find("allreduce of 16 B"), std::string::npos) << "same choice: logged once\n" << log;
   EXPECT_NE(log.find("-> hierarchical"), std::string::npos) << log;
   EXPECT_NE(log.find("rejected: "), std::string::npos) << log;

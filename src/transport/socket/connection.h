@@ -16,8 +16,9 @@ namespace coll::transport::socket {
 class SocketConnection : public Connection {
  public:
   // Takes ownership of the connected, authenticated sockets (one per stream, in order).
+  // wake_bytes: Config::socket_wake_bytes.
   SocketConnection(asio::io_context& io, int peer, std::string remote, std::vector<UniqueFd> fds,
-                   std::vector<Completion>* completions);
+                   std::vector<Completion>* completions, size_t wake_bytes);
   ~SocketConnection() override;
 
   int peer() const override { return peer_; }
@@ -54,11 +55,16 @@ class SocketConnection : public Connection {
     bool sending = false;
     bool receiving = false;
     MessageHeader incoming{};
+    size_t received = 0;  // of the front receive's payload
+    int low_water = 1;    // SO_RCVLOWAT as last set
   };
 
   void startSend(Stream& s);
   void startRecv(Stream& s);
   void onHeader(Stream& s);
+  void readPayload(Stream& s);
+  void awaitPayload(Stream& s, size_t owed);
+  void setLowWater(Stream& s, size_t bytes);
   void complete(uint64_t cookie, Status status);
   Status ioError(const boost::system::error_code& ec, const char* what) const;
 
@@ -66,6 +72,7 @@ class SocketConnection : public Connection {
   std::string remote_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<Completion>* completions_;
+  size_t wake_bytes_;
   uint64_t sends_posted_ = 0;
   uint64_t recvs_posted_ = 0;
   Status failure_;  // the first error sticks
