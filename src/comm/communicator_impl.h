@@ -150,6 +150,9 @@ class CommunicatorImpl final : private detail::OpDriver {
   bool progress_cold_ = true;      // the progress thread sleeps until notified (else it polls)
   std::atomic<bool> unkicked_{false};  // an op was queued without waking the progress thread
   std::chrono::steady_clock::time_point last_push_{};
+  // The idle progress thread's current poll period while ops keep coming (progress.cc): short
+  // while it runs ops itself, longer while waiters run them all inline. Under mu_.
+  std::chrono::microseconds hot_poll_{200};
   bool stopping_ = false;
   bool close_pending_ = false;  // fail() ran: the progress thread must close the connections
   std::optional<Error> first_error_;
