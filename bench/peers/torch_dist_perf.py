@@ -99,13 +99,15 @@ def time_op(run, bufs, iters, warmup):
         run(bufs)
     dist.barrier()
     iters = max(1, iters)
-    per_op = torch.zeros(iters, dtype=torch.float64)
+    stamps = []  # a list append in the timed loop, not a tensor write
     cpu_start, start = cpu_seconds(), time.perf_counter()
-    for i in range(iters):
-        op_start = time.perf_counter()
+    for _ in range(iters):
+        stamps.append(time.perf_counter())
         run(bufs)
-        per_op[i] = time.perf_counter() - op_start
-    elapsed = (time.perf_counter() - start) / iters
+    end = time.perf_counter()
+    elapsed = (end - start) / iters
+    stamps.append(end)
+    per_op = torch.tensor([b - a for a, b in zip(stamps, stamps[1:])], dtype=torch.float64)
     sums = torch.tensor([elapsed, cpu_seconds() - cpu_start], dtype=torch.float64)
     dist.all_reduce(sums)
     pooled = [torch.zeros_like(per_op) for _ in range(dist.get_world_size())]

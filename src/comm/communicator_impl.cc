@@ -7,7 +7,6 @@
 #include "algorithms/catalog.h"
 #include "algorithms/direct_collectives.h"
 #include "algorithms/patterns/ring.h"
-#include "algorithms/slice_size.h"
 #include "bootstrap/roll_call.h"
 #include "comm/call_check.h"
 #include "comm/device_request.h"
@@ -120,7 +119,7 @@ Status CommunicatorImpl::initSelector(std::vector<topology::AlgoRule> rules) {
   const std::string hash = topo.layoutHash();
   selector_ = std::make_unique<topology::Selector>(std::move(rules), std::move(topo), config_.slice_bytes);
   selector_->setDeterministic(config_.deterministic);
-  selector_->setGrowingSlices(sliceLinkBps() > 0);
+  selector_->setGrowingSlices(config_.slice_bytes_auto && hosts_.ranks_of_host.size() > 1);
   if (!config_.tune || size_ == 1) return Status::ok();
   topology::TuningTable table;
   COLL_RETURN_IF_ERROR(topology::autotune(ctx, topology::defaultTuningPath(config_.tune_file, hash), hash,
@@ -418,7 +417,7 @@ const CachedSchedule* CommunicatorImpl::scheduleFor(const OpRequest& op, OpPlan*
   }
   p.count = plan->total_count;
   p.in_place = plan->in_place;
-  p.slice_bytes = algo::sliceBytesFor(op.bytes(), config_.slice_bytes, sliceLinkBps());
+  p.slice_bytes = selector_->sliceBytes(op.bytes());
   const algo::AlgorithmInfo* chosen = selector_->choose(plan->collective, op.bytes(), p.elem_size).algorithm;
   ScheduleKey key{chosen, op.kind, p.count, p.elem_size, p.root, p.in_place, p.average};
   return &schedules_.get(key, [&] { return chosen->build(p); });

@@ -95,11 +95,6 @@ class CommunicatorImpl final : private detail::OpDriver {
   Status executeOnDevice(const OpRequest& issued, std::string* algorithm, bool* refused);
   Status runHost(const OpRequest& op, uint64_t tag, std::string* algorithm);
   algo::BuildParams buildParams(const OpRequest& op) const;
-  // The link rate large ops size their slices by (algorithms/slice_size.h): between hosts,
-  // where COLL_SLICE_BYTES was left to its default; 0 elsewhere (slices do not grow).
-  double sliceLinkBps() const {
-    return config_.slice_bytes_auto && hosts_.ranks_of_host.size() > 1 ? selector_->topology().inter.beta_Bps : 0;
-  }
   const CachedSchedule* scheduleFor(const OpRequest& op, OpPlan* plan);
   Status runScheduled(const CachedSchedule& cached, const OpRequest& op, uint64_t tag, const OpPlan& plan);
   Status runContext(const algo::Schedule& schedule, ExecContext& ctx);

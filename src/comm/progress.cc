@@ -22,7 +22,7 @@ constexpr auto kInlineGrace = std::chrono::microseconds(100);
 // woken by each push: a wake-up costs the issuing thread a system call (about a microsecond,
 // as much as a whole small all-reduce over shared memory), the poll costs the idle thread a
 // few microseconds of CPU 5,000 times a second (about 1% of a core).
-constexpr auto kHotPoll = std::chrono::microseconds(200);
+constexpr std::chrono::microseconds kHotPoll{200};
 // While every op is run inline by a waiter (blocking calls in a loop), the poll period doubles
 // up to this. Each poll is a context switch, and where a rank is bound to one core (collrun
 // --bind-to core, Open MPI's default) the poll preempts the thread running the op: measured on
@@ -30,7 +30,7 @@ constexpr auto kHotPoll = std::chrono::microseconds(200);
 // polls made the 99th percentile 20-55 us against a median of 1.5 (about one op in 150 paid
 // for two switches). An op nobody waits on then starts at most this late, once: the progress
 // thread runs it and polls at kHotPoll again.
-constexpr auto kRelaxedPoll = std::chrono::microseconds(3200);
+constexpr std::chrono::microseconds kRelaxedPoll{3200};
 // After this long without a new op the progress thread sleeps until a push wakes it.
 constexpr auto kHotFor = std::chrono::milliseconds(20);
 
@@ -91,7 +91,7 @@ void CommunicatorImpl::progressLoop() {
     while (runNext()) ran = true;
     if (ran) {
       std::lock_guard<std::mutex> lock(mu_);
-      hot_poll_ = std::chrono::duration_cast<std::chrono::microseconds>(kHotPoll);  // nobody ran these inline
+      hot_poll_ = kHotPoll;  // nobody ran these inline
     }
   }
 }
@@ -112,7 +112,7 @@ bool CommunicatorImpl::waitForWork(std::unique_lock<std::mutex>& lock) {
     } else if (config_.inline_ops && now - last_push_ < kHotFor) {
       queue_cv_.wait_for(lock, hot_poll_);
       // Nothing was left for us since the last look: waiters ran every op. Look less often.
-      if (queue_.empty()) hot_poll_ = std::min(hot_poll_ * 2, std::chrono::duration_cast<std::chrono::microseconds>(kRelaxedPoll));
+      if (queue_.empty()) hot_poll_ = std::min(hot_poll_ * 2, kRelaxedPoll);
     } else {
       progress_cold_ = true;
       queue_cv_.wait(lock);

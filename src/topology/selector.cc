@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "algorithms/slice_size.h"
 #include "base/log.h"
 #include "topology/cost_model.h"
 
@@ -33,7 +32,7 @@ std::string describeRejected(const std::vector<Rejected>& rejected) {
 Choice Selector::modelChoice(algo::Collective collective, size_t bytes, size_t elem_size) const {
   Choice c;
   std::vector<std::pair<const algo::AlgorithmInfo*, Prediction>> priced;
-  const size_t slice = algo::sliceBytesFor(bytes, slice_bytes_, grow_slices_ ? topology_.inter.beta_Bps : 0);
+  const size_t slice = sliceBytes(bytes);
   for (const algo::AlgorithmInfo& a : algo::catalog())
     if (a.collective == collective)
       priced.emplace_back(&a, predictTime(collective, a.name, bytes, elem_size, topology_, slice));
@@ -106,9 +105,8 @@ void Selector::logOnce(algo::Collective collective, size_t bytes, const Choice& 
   std::string why = c.reason.substr(0, c.reason.find(':'));
   std::string key = std::string(algo::toString(collective)) + "/" + c.algorithm->name + "/" + why;
   if (!logged_.insert(key).second) return;
-  const size_t slice = algo::sliceBytesFor(bytes, slice_bytes_, grow_slices_ ? topology_.inter.beta_Bps : 0);
   COLL_INFO("TUNE", "%s of %s -> %s in slices of %s, predicted %s (%s); rejected: %s", algo::toString(collective),
-            formatBytes(bytes).c_str(), c.algorithm->name, formatBytes(slice).c_str(), formatSeconds(c.predicted_s).c_str(),
+            formatBytes(bytes).c_str(), c.algorithm->name, formatBytes(sliceBytes(bytes)).c_str(), formatSeconds(c.predicted_s).c_str(),
             c.reason.c_str(), describeRejected(c.rejected).c_str());
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "algorithms/catalog.h"
+#include "algorithms/slice_size.h"
 #include "topology/algo_override.h"
 #include "bootstrap/host_grouping.h"
 #include "topology/topology.h"
@@ -57,8 +58,13 @@ class Selector {
   // COLL_DETERMINISTIC=1: reductions always run "ordered" (algorithms/ordered_reduce.h), over
   // any rule or tuning: a result that depended on the choice would not be deterministic.
   void setDeterministic(bool on) { deterministic_ = on; cache_.clear(); }
-  // The model prices each size with the slice the op will run with (algorithms/slice_size.h).
+  // Whether large ops take larger slices (algorithms/slice_size.h): between hosts, where
+  // COLL_SLICE_BYTES was left to its default. The model prices each size with that slice.
   void setGrowingSlices(bool on) { grow_slices_ = on; cache_.clear(); }
+  // The slice an op of `bytes` runs with: the one rule the schedules, the model and the log share.
+  size_t sliceBytes(size_t bytes) const {
+    return algo::sliceBytesFor(bytes, slice_bytes_, grow_slices_ ? topology_.inter.beta_Bps : 0);
+  }
 
  private:
   Choice decide(algo::Collective collective, size_t bytes, size_t elem_size) const;
