@@ -51,6 +51,7 @@ void CrossReplicaBatchNorm::forward(const Matrix& in, Matrix* out) {
     double var = std::max(0.0, sums[features_ + c] / global_rows_ - mean * mean);
     mean_[c] = static_cast<float>(mean);
     inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
+    if (replay_) continue;
     running_mean_[c] = momentum_ * running_mean_[c] + (1 - momentum_) * mean_[c];
     running_var_[c] = momentum_ * running_var_[c] + (1 - momentum_) * static_cast<float>(var);
   }

@@ -10,7 +10,9 @@
 //
 // The gradient it writes for x is that of the global mean loss times the number of replicas,
 // which the gradient average of the layers below divides back out (docs/TRAINER.md).
-// comm == nullptr: plain (per-replica) batch norm.
+// comm == nullptr: plain (per-replica) batch norm. In a pipeline, the statistics are a micro-
+// batch's: over the stage's replicas when the pipeline hands its stage communicator to
+// setCommunicator, else over the replica's micro-batch alone (pipeline_trainer.h).
 #pragma once
 
 #include <vector>
@@ -32,6 +34,12 @@ class CrossReplicaBatchNorm : public Layer {
   void forward(const Matrix& in, Matrix* out) override;
   void backward(const Matrix& grad_out, Matrix* grad_in) override;
   void setTraining(bool training) override { training_ = training; }
+  // A replayed forward computes the same statistics (and all-reduces them again, as every
+  // replica replays the same micro-batches in the same order) but leaves the running ones as
+  // they are, so each micro-batch moves them once.
+  void setReplay(bool replay) override { replay_ = replay; }
+  // Who the statistics are summed over from now on (nullptr: this replica alone).
+  void setCommunicator(Communicator* comm) { comm_ = comm; }
 
   const std::vector<float>& runningMean() const { return running_mean_; }
   const std::vector<float>& runningVar() const { return running_var_; }
@@ -45,7 +53,7 @@ class CrossReplicaBatchNorm : public Layer {
   size_t features_;
   Communicator* comm_;
   float momentum_, epsilon_;
-  bool training_ = true;
+  bool training_ = true, replay_ = false;
   ParamView gamma_, beta_;
   std::vector<float> running_mean_, running_var_;
   // Kept from forward for backward.

@@ -40,6 +40,10 @@ class Layer {
   virtual void backward(const Matrix& grad_out, Matrix* grad_in) = 0;
   // Evaluation mode (batch norm uses its running statistics, no communication).
   virtual void setTraining(bool training) {}
+  // Replay mode: the next forwards recompute passes already run (a pipeline's re-materialisation
+  // before a backward), so they must leave what persists across batches untouched (batch norm's
+  // running statistics) while rebuilding what backward needs.
+  virtual void setReplay(bool replay) {}
 };
 
 }  // namespace coll::trainer

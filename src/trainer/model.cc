@@ -53,6 +53,10 @@ void Model::setTraining(bool training) {
   for (auto& l : layers_) l->setTraining(training);
 }
 
+void Model::setReplay(bool replay) {
+  for (auto& l : layers_) l->setReplay(replay);
+}
+
 uint64_t hashParameters(std::span<const float> values) {
   uint64_t h = 1469598103934665603ull;
   const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());

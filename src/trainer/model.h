@@ -40,6 +40,7 @@ class Model {
   // layer (the bucketer counts the ones with parameters; the timeline times them all).
   void backward(const Matrix& grad_output, const LayerDoneFn& done);
   void setTraining(bool training);
+  void setReplay(bool replay);  // Layer::setReplay on every layer
   // dL/dinput of the last backward (what a pipeline stage sends to the stage before it).
   const Matrix& inputGradient() const { return grad_a_; }
 

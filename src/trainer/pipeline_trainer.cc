@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "trainer/batch_norm.h"
 #include "trainer/softmax_cross_entropy.h"
 
 namespace coll::trainer {
@@ -37,9 +38,6 @@ PipelineTrainer::PipelineTrainer(Communicator& world, std::vector<std::unique_pt
     refuse("the world size " + std::to_string(n) + " is not stages (" + std::to_string(p) + ") x replicas");
   if (options_.micro_batches < 1) refuse("at least one micro-batch per step");
   if (options_.input_width == 0) refuse("input_width (features per example) is not set");
-  for (const auto& layer : layers)
-    if (layer->name().rfind("batchnorm", 0) == 0)
-      refuse("layer '" + layer->name() + "': batch norm across micro-batches is not implemented in a pipeline");
   replicas_ = n / p;
   stage_ = world_.rank() % p;
   replica_ = world_.rank() / p;
@@ -49,6 +47,7 @@ PipelineTrainer::PipelineTrainer(Communicator& world, std::vector<std::unique_pt
   layer_slots_.resize(model_.numLayers());
   for (size_t s = 0; s < model_.slots().size(); ++s) layer_slots_[model_.slots()[s].layer].push_back(s);
   stage_comm_ = world_.split(stage_, replica_);  // this stage's replicas
+  bindBatchNorms();
   std::span<float> v = model_.values();
   stage_comm_->broadcast(v.data(), v.data(), v.size(), DataType::f32, 0).wait();  // as DDP does
   bucketer_ = std::make_unique<Bucketer>(model_, planBuckets(model_.slots(), options_.buckets), timeline_);
@@ -69,6 +68,14 @@ PipelineTrainer::~PipelineTrainer() {
   }
 }
 
+// Whatever communicator a batch norm layer was built with (the world's, in a data-parallel
+// model), in a pipeline its peers are the stage's replicas or none.
+void PipelineTrainer::bindBatchNorms() {
+  Communicator* peers = options_.batch_norm == PipelineBatchNorm::across_replicas ? stage_comm_.get() : nullptr;
+  for (size_t l = 0; l < model_.numLayers(); ++l)
+    if (auto* bn = dynamic_cast<CrossReplicaBatchNorm*>(&model_.layer(l))) bn->setCommunicator(peers);
+}
+
 // Stage s learns its input width from stage s - 1 and finds its output width with one
 // single-row forward pass, which it passes on.
 void PipelineTrainer::exchangeWidths() {
@@ -76,7 +83,9 @@ void PipelineTrainer::exchangeWidths() {
   if (stage_ > 0) world_.recv(&width, 1, DataType::i64, world_.rank() - 1, kWidthTag).wait();
   in_width_ = static_cast<size_t>(width);
   Matrix probe(1, in_width_);
+  model_.setTraining(false);  // no statistics from the probe, and no communication
   model_.forward(probe, &out_);
+  model_.setTraining(true);
   out_width_ = out_.cols;
   width = static_cast<int64_t>(out_width_);
   if (stage_ + 1 < options_.stages) world_.send(&width, 1, DataType::i64, world_.rank() + 1, kWidthTag).wait();
@@ -154,7 +163,11 @@ void PipelineTrainer::backward(int m, const Batch& batch, bool last_of_step) {
     world_.recv(grad_.data.data(), grad_.data.size(), DataType::f32, world_.rank() + 1, gradientTag(m)).wait();
   }
   ScopedEvent e(timeline_, "backward " + std::to_string(m), step_);
-  if (last_forward_ != m) model_.forward(inputs_[m], &out_);  // re-materialise micro-batch m's state
+  if (last_forward_ != m) {  // re-materialise micro-batch m's state
+    model_.setReplay(true);
+    model_.forward(inputs_[m], &out_);
+    model_.setReplay(false);
+  }
   if (stage_ + 1 == options_.stages) {
     softmaxCrossEntropy(out_, labelsOf(batch, m), &grad_);
     const float scale = 1.0f / static_cast<float>(options_.micro_batches);  // the mean over the replica's batch

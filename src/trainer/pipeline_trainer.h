@@ -18,9 +18,15 @@
 // before a micro-batch's backward (GPipe's re-materialisation; layers keep the state of one
 // forward), except when the micro-batch was the stage's last forward, whose state is intact.
 //
-// Refused before training: a world size that P does not divide, P above the layer count, a
-// batch norm layer (its statistics across micro-batches are not implemented), and a batch of
-// a size M does not divide (refused at the step, before anything is sent, on every stage).
+// Batch norm (CrossReplicaBatchNorm layers) normalises each micro-batch by its own statistics,
+// as GPipe does: over the micro-batch's rows on every replica of the stage (across_replicas,
+// one all-reduce of the sums on the stage communicator, like the data-parallel trainer's
+// cross-replica batch norm), or over the replica's rows alone (per_replica). Re-materialised
+// forwards run in replay mode, so the running statistics move once per micro-batch.
+//
+// Refused before training: a world size that P does not divide, P above the layer count, and
+// a batch of a size M does not divide (refused at the step, before anything is sent, on every
+// stage).
 #pragma once
 
 #include <memory>
@@ -37,6 +43,8 @@
 
 namespace coll::trainer {
 
+enum class PipelineBatchNorm { across_replicas, per_replica };
+
 struct PipelineOptions {
   int stages = 1;
   int micro_batches = 1;
@@ -45,6 +53,7 @@ struct PipelineOptions {
   unsigned seed = 1;
   BucketOptions buckets = TrainerOptions::defaultBucketOptions();
   bool timeline = true;
+  PipelineBatchNorm batch_norm = PipelineBatchNorm::across_replicas;
 };
 
 class PipelineTrainer {
@@ -72,6 +81,7 @@ class PipelineTrainer {
   size_t peakActivationBytes() const { return peak_bytes_; }
 
  private:
+  void bindBatchNorms();
   void exchangeWidths();
   void forward(int m, const Batch& batch, StepResult* result);
   void backward(int m, const Batch& batch, bool last_of_step);
