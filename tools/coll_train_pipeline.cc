@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "coll_train_common.h"
 #include "trainer/dataset.h"
@@ -59,6 +60,8 @@ int runPipeline(const TrainOptions& o, Communicator& world) {
                 "layers [%zu, %zu)\n", p, d, o.micro_batches, local_batch / static_cast<size_t>(o.micro_batches),
                 o.schedule.c_str(), trainer.layerRange().first, trainer.layerRange().second);
   std::vector<double> all_steps;
+  world.barrier().wait();
+  trainer.timeline().restartClock();  // one time base for the stages' rows of the trace
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
     trainer.timeline().clear();
     std::map<int64_t, double> step_seconds;
@@ -91,10 +94,19 @@ int runPipeline(const TrainOptions& o, Communicator& world) {
     std::vector<std::string> lists = allgatherStrings(world, trainer.timeline().chromeTraceEvents(world.rank()));
     if (world.rank() == 0) writeChromeTraceFile(o.trace, lists);
   }
+  // Of the last step, per stage (replica 0's ranks are ranks 0..P-1).
+  double peaks[2] = {static_cast<double>(trainer.peakAliveMicroBatches()),
+                     static_cast<double>(trainer.peakActivationBytes()) / (1 << 20)};
+  std::vector<double> all_peaks(2 * static_cast<size_t>(n));
+  world.allgather(peaks, all_peaks.data(), 2, DataType::f64).wait();
   if (world.rank() == 0) {
     const double theory = static_cast<double>(p - 1) / (o.micro_batches + p - 1);
-    std::printf("median step %.2f ms; bubble in theory (P - 1) / (M + P - 1) = %.3f; peak micro-batches alive on stage "
-                "0: %d\n", 1e3 * median(all_steps), theory, trainer.peakAliveMicroBatches());
+    std::printf("median step %.2f ms; bubble in theory (P - 1) / (M + P - 1) = %.3f\n", 1e3 * median(all_steps), theory);
+    std::printf("peak per stage: micro-batches alive");
+    for (int s = 0; s < p; ++s) std::printf(" %.0f", all_peaks[2 * static_cast<size_t>(s)]);
+    std::printf("; activation and gradient MiB held");
+    for (int s = 0; s < p; ++s) std::printf(" %.2f", all_peaks[2 * static_cast<size_t>(s) + 1]);
+    std::printf("\n");
   }
   return 0;
 }

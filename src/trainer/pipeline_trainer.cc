@@ -1,6 +1,7 @@
 #include "trainer/pipeline_trainer.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -54,15 +55,16 @@ PipelineTrainer::PipelineTrainer(Communicator& world, std::vector<std::unique_pt
   update_->setup(*stage_comm_, model_, bucketer_->buckets());
   accumulated_.assign(model_.parameterCount(), 0.0f);
   inputs_.resize(options_.micro_batches);
-  sent_activations_.resize(options_.micro_batches);
-  sent_gradients_.resize(options_.micro_batches);
   exchangeWidths();
 }
 
 PipelineTrainer::~PipelineTrainer() {
-  for (Work& w : sends_) {
+  // A step that failed may leave a receive posted into this trainer's buffers: abort the
+  // communicator (the pipeline is broken anyway) so nothing lands in freed memory.
+  if (activation_receive_.valid() || gradient_receive_.valid()) world_.abort();
+  for (InFlightSend& s : sends_) {
     try {
-      w.wait();
+      s.work.wait();
     } catch (const Error&) {  // the step that sent it already failed; nothing to add here
     }
   }
@@ -113,37 +115,85 @@ StepResult PipelineTrainer::trainStep(const Batch& batch) {
   alive_bytes_ = peak_bytes_ = 0;
   const std::vector<PipelineAction> order = pipelineOrder(options_.schedule, stage_, options_.stages,
                                                           options_.micro_batches);
-  size_t last_backward = 0;
-  for (size_t k = 0; k < order.size(); ++k)
-    if (!order[k].forward) last_backward = k;
+  forward_order_.clear();
+  backward_order_.clear();
+  for (const PipelineAction& a : order) (a.forward ? forward_order_ : backward_order_).push_back(a.micro);
+  next_forward_ = next_backward_ = 0;
+  postNextActivationReceive();
+  postNextGradientReceive();
   for (size_t k = 0; k < order.size(); ++k) {
     if (order[k].forward) forward(order[k].micro, batch, &result);
-    else backward(order[k].micro, batch, k == last_backward);
+    else backward(order[k].micro, batch, k + 1 == order.size());
+    releaseCompletedSends();
   }
   applyInBucketOrder(*bucketer_, *update_, timeline_, step_);
-  for (Work& w : sends_) w.wait();
+  for (InFlightSend& s : sends_) s.work.wait();
   sends_.clear();
+  alive_bytes_ = 0;
   if (stage_ + 1 == options_.stages) result.loss /= static_cast<float>(m_count);
   ++step_;
   return result;
+}
+
+// The bytes the stage holds for activations and gradients in flight or alive, and their peak.
+void PipelineTrainer::holdBytes(std::ptrdiff_t delta) {
+  alive_bytes_ = static_cast<size_t>(static_cast<std::ptrdiff_t>(alive_bytes_) + delta);
+  peak_bytes_ = std::max(peak_bytes_, alive_bytes_);
+}
+
+void PipelineTrainer::postNextActivationReceive() {
+  if (stage_ == 0 || next_forward_ == forward_order_.size()) return;
+  const int m = forward_order_[next_forward_++];
+  Matrix& in = inputs_[m];
+  in.resize(micro_rows_, in_width_);
+  holdBytes(static_cast<std::ptrdiff_t>(in.data.size() * sizeof(float)));
+  activation_receive_ = world_.recv(in.data.data(), in.data.size(), DataType::f32, world_.rank() - 1, activationTag(m));
+}
+
+void PipelineTrainer::postNextGradientReceive() {
+  if (stage_ + 1 == options_.stages || next_backward_ == backward_order_.size()) return;
+  const int m = backward_order_[next_backward_++];
+  next_grad_.resize(micro_rows_, out_width_);
+  holdBytes(static_cast<std::ptrdiff_t>(next_grad_.data.size() * sizeof(float)));
+  gradient_receive_ = world_.recv(next_grad_.data.data(), next_grad_.data.size(), DataType::f32, world_.rank() + 1,
+                                  gradientTag(m));
+}
+
+void PipelineTrainer::send(Matrix&& data, int peer, int tag) {
+  holdBytes(static_cast<std::ptrdiff_t>(data.data.size() * sizeof(float)));
+  InFlightSend& s = sends_.emplace_back(InFlightSend{std::move(data), Work()});
+  s.work = world_.send(s.data.data.data(), s.data.data.size(), DataType::f32, peer, tag);
+}
+
+// A send that failed is left for the step's end, whose wait throws its error.
+void PipelineTrainer::releaseCompletedSends() {
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    if (!it->work.test()) {
+      ++it;
+      continue;
+    }
+    holdBytes(-static_cast<std::ptrdiff_t>(it->data.data.size() * sizeof(float)));
+    it = sends_.erase(it);
+  }
 }
 
 // Waits are timeline events of their own (lane comm), so the compute events show the stage's
 // busy time and the gaps between them its bubble.
 void PipelineTrainer::forward(int m, const Batch& batch, StepResult* result) {
   Matrix& in = inputs_[m];
-  in.resize(micro_rows_, in_width_);
   if (stage_ == 0) {
+    in.resize(micro_rows_, in_width_);
+    holdBytes(static_cast<std::ptrdiff_t>(in.data.size() * sizeof(float)));
     std::memcpy(in.data.data(), batch.features.row(static_cast<size_t>(m) * micro_rows_), in.data.size() * sizeof(float));
   } else {
     ScopedEvent wait(timeline_, "wait activation " + std::to_string(m), step_, Lane::comm);
-    world_.recv(in.data.data(), in.data.size(), DataType::f32, world_.rank() - 1, activationTag(m)).wait();
+    activation_receive_.wait();
+    activation_receive_ = Work();
+    postNextActivationReceive();
   }
   ScopedEvent e(timeline_, "forward " + std::to_string(m), step_);
   model_.forward(in, &out_);
   last_forward_ = m;
-  alive_bytes_ += in.data.size() * sizeof(float);
-  peak_bytes_ = std::max(peak_bytes_, alive_bytes_);
   peak_alive_ = std::max(peak_alive_, ++alive_);
   if (stage_ + 1 == options_.stages) {
     LossResult loss = softmaxCrossEntropy(out_, labelsOf(batch, m), &grad_);
@@ -152,15 +202,17 @@ void PipelineTrainer::forward(int m, const Batch& batch, StepResult* result) {
     result->rows += micro_rows_;
     return;
   }
-  Matrix& sent = sent_activations_[m] = out_;
-  sends_.push_back(world_.send(sent.data.data(), sent.data.size(), DataType::f32, world_.rank() + 1, activationTag(m)));
+  send(Matrix(out_), world_.rank() + 1, activationTag(m));
 }
 
 void PipelineTrainer::backward(int m, const Batch& batch, bool last_of_step) {
   if (stage_ + 1 < options_.stages) {
     ScopedEvent wait(timeline_, "wait gradient " + std::to_string(m), step_, Lane::comm);
-    grad_.resize(micro_rows_, out_width_);
-    world_.recv(grad_.data.data(), grad_.data.size(), DataType::f32, world_.rank() + 1, gradientTag(m)).wait();
+    gradient_receive_.wait();
+    gradient_receive_ = Work();
+    std::swap(grad_, next_grad_);
+    holdBytes(-static_cast<std::ptrdiff_t>(grad_.data.size() * sizeof(float)));  // consumed below
+    postNextGradientReceive();
   }
   ScopedEvent e(timeline_, "backward " + std::to_string(m), step_);
   if (last_forward_ != m) {  // re-materialise micro-batch m's state
@@ -184,11 +236,10 @@ void PipelineTrainer::backward(int m, const Batch& batch, bool last_of_step) {
     for (size_t i = 0; i < g.size(); ++i) accumulated_[i] += g[i];
   }
   last_forward_ = -1;
-  alive_bytes_ -= inputs_[m].data.size() * sizeof(float);
+  holdBytes(-static_cast<std::ptrdiff_t>(inputs_[m].data.size() * sizeof(float)));
+  inputs_[m] = Matrix();  // freed: 1F1B's memory bound is real, not only counted
   --alive_;
-  if (stage_ == 0) return;
-  Matrix& sent = sent_gradients_[m] = model_.inputGradient();
-  sends_.push_back(world_.send(sent.data.data(), sent.data.size(), DataType::f32, world_.rank() - 1, gradientTag(m)));
+  if (stage_ > 0) send(Matrix(model_.inputGradient()), world_.rank() - 1, gradientTag(m));
 }
 
 // The step's last backward wrote this layer's gradients of one micro-batch: add the others'.

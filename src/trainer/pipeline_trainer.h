@@ -17,6 +17,11 @@
 // Memory: a stage keeps each live micro-batch's input only, and recomputes the forward pass
 // before a micro-batch's backward (GPipe's re-materialisation; layers keep the state of one
 // forward), except when the micro-batch was the stage's last forward, whose state is intact.
+// An input is freed after its backward; a sent activation or gradient once its send completes.
+//
+// Receives are posted one ahead (the next forward's activation and the next backward's
+// gradient), so a message above the eager limit has its rendezvous done, and its data in
+// place, by the time the stage needs it, instead of starting the handshake then.
 //
 // Batch norm (CrossReplicaBatchNorm layers) normalises each micro-batch by its own statistics,
 // as GPipe does: over the micro-batch's rows on every replica of the stage (across_replicas,
@@ -29,6 +34,7 @@
 // stage).
 #pragma once
 
+#include <list>
 #include <memory>
 #include <vector>
 
@@ -76,7 +82,9 @@ class PipelineTrainer {
   Model& model() { return model_; }
   Communicator& stageComm() { return *stage_comm_; }
   Timeline& timeline() { return timeline_; }
-  // Of the last step: the most micro-batches alive at once, and their inputs' bytes.
+  // Of the last step: the most micro-batches alive at once (forwarded, not yet backward), and
+  // the most bytes of activations and gradients the stage held at once: the live inputs, the
+  // receive posted ahead, and the sends still in flight.
   int peakAliveMicroBatches() const { return peak_alive_; }
   size_t peakActivationBytes() const { return peak_bytes_; }
 
@@ -86,6 +94,11 @@ class PipelineTrainer {
   void forward(int m, const Batch& batch, StepResult* result);
   void backward(int m, const Batch& batch, bool last_of_step);
   void addToAccumulated(size_t layer);
+  void postNextActivationReceive();
+  void postNextGradientReceive();
+  void send(Matrix&& data, int peer, int tag);
+  void releaseCompletedSends();
+  void holdBytes(std::ptrdiff_t delta);
   std::span<const int> labelsOf(const Batch& batch, int m) const;
 
   Communicator& world_;
@@ -101,9 +114,16 @@ class PipelineTrainer {
   size_t micro_rows_ = 0;
   int64_t step_ = 0;
   int last_forward_ = -1;  // the micro-batch whose state the layers hold, or -1
-  std::vector<Matrix> inputs_;      // per micro-batch: the stage's input, while alive
-  std::vector<Matrix> sent_activations_, sent_gradients_;  // per micro-batch, kept until the sends complete
-  std::vector<Work> sends_;
+  struct InFlightSend {
+    Matrix data;
+    Work work;
+  };
+  std::vector<Matrix> inputs_;  // per micro-batch: the stage's input, from its receive to its backward
+  std::list<InFlightSend> sends_;
+  std::vector<int> forward_order_, backward_order_;  // micro-batches, in the step's order
+  size_t next_forward_ = 0, next_backward_ = 0;      // the next receive to post in each
+  Work activation_receive_, gradient_receive_;       // posted ahead
+  Matrix next_grad_;                                 // what gradient_receive_ fills
   std::vector<float> accumulated_;  // gradients summed over the step's earlier micro-batches
   std::vector<std::vector<size_t>> layer_slots_;  // per layer: its slots in model_.slots()
   Matrix out_, grad_;

@@ -55,13 +55,16 @@ PY
     run -n 2 "$train" --epochs 1 --compress bf16 --batchnorm --check-hash --json
     ;;
   pipeline)
-    # 2 stages x 2 replicas on digits: the loss falls; 4 stages of the teacher with GPipe runs.
-    run -n 4 "$train" --stages 2 --micro-batches 4 --schedule 1f1b --epochs 4 >"$work/out"
+    # 2 stages x 2 replicas on digits (with cross-replica batch norm): the loss falls; 4 stages
+    # of the teacher with GPipe hold all 8 micro-batches, with 1F1B 4, 3, 2, 1.
+    run -n 4 "$train" --stages 2 --micro-batches 4 --schedule 1f1b --epochs 4 --batchnorm >"$work/out"
     cat "$work/out"
     first=$(grep -m1 "^epoch" "$work/out" | awk '{print $4}') last=$(grep "^epoch" "$work/out" | tail -1 | awk '{print $4}')
     /usr/bin/python3 -c "import sys; sys.exit(0 if float('$last') < 0.8 * float('$first') else 1)" || fail "loss $first -> $last"
     run -n 4 "$train" --task teacher --width 32 --layers 5 --examples 512 --stages 4 --micro-batches 8 --schedule gpipe \
-      --epochs 1 | grep -q "peak micro-batches alive on stage 0: 8" || fail "gpipe on 4 stages"
+      --epochs 1 | grep -q "peak per stage: micro-batches alive 8 8 8 8;" || fail "gpipe on 4 stages"
+    run -n 4 "$train" --task teacher --width 32 --layers 5 --examples 512 --stages 4 --micro-batches 8 --schedule 1f1b \
+      --epochs 1 | grep -q "peak per stage: micro-batches alive 4 3 2 1;" || fail "1f1b on 4 stages"
     if run -n 4 "$train" --stages 3 2>"$work/err" >/dev/null; then fail "3 stages on 4 ranks accepted"; fi
     grep -q -- "--stages 3 does not divide 4 ranks" "$work/err" || fail "unclear message: $(cat "$work/err")"
     ;;
