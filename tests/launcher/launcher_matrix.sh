@@ -6,6 +6,12 @@
 #   sbatch      an sbatch script (slurm_batch.sh) that calls srun (MpiDefault: pmix if Slurm has it)
 #   openmpi     mpirun.openmpi over `netcluster rsh`: the store through PMIx
 #   mpich       mpirun.mpich (Hydra) over `netcluster rsh`: the store through PMI-1
+#   torchrun    torchrun --rdzv_backend c10d on every host (--no_python): the store at the
+#               MASTER_ADDR/MASTER_PORT torchrun's rendezvous hands the workers
+#   torchrun-py the same with tests/launcher/torch_hosts.py, a torch script using backend
+#               "coll" (all_reduce, all_gather_object, two DDP steps): the store torch hands it;
+#               on 2 hosts x 2 only unless MATRIX_TORCH_SHAPES says otherwise (its start-up,
+#               four Pythons importing torch on 2 cores, costs ~10 s a run)
 # Each run must exit 0 with "Out of bounds values : 0 OK", every rank must name the launcher and
 # the path it took, and every rank's "transports:" line must reach the ranks of its own host
 # through shm and the others through a network transport (hosts from the table's "Rank r ... on
@@ -27,7 +33,8 @@ nc=${NETCLUSTER:-$here/../../../shared/tools/netcluster}
 [[ -x $nc ]] || nc=/work/shared/tools/netcluster
 prefix=ntl subnet=10.214.26
 launchers=("$@")
-[[ ${#launchers[@]} -gt 0 ]] || launchers=(slurm slurm-none sbatch openmpi mpich)
+[[ ${#launchers[@]} -gt 0 ]] || launchers=(slurm slurm-none sbatch openmpi mpich torchrun torchrun-py)
+read -r -a torch_shapes <<<"${MATRIX_TORCH_SHAPES:-2x2}"
 read -r -a shapes <<<"${MATRIX_SHAPES:-4x1 2x2}"
 read -r -a perf <<<"${MATRIX_PERF:--b 8 -e 1M -f 32 -c 1 -n 5 -w 1}"
 perf=("$bindir/all_reduce_perf" "${perf[@]}")
@@ -79,6 +86,23 @@ run_sbatch() {
   [[ -z $state || $state == ExitCode=0:0 ]]
 }
 
+# torchrun on every host at once, the c10d rendezvous on host 0; each host's output into LOG.
+rdzv_port=29460
+run_torchrun() {
+  local h=$1 p=$2 log=$3 k pids=() rc=0 prog
+  shift 3
+  rdzv_port=$((rdzv_port + 1))
+  for ((k = 0; k < h; k++)); do
+    timeout -k 5 "$limit" "$nc" exec $prefix$k -- env PYTHONPATH="$bindir/../python" /usr/bin/torchrun --nnodes "$h" \
+      --nproc_per_node "$p" --rdzv_backend c10d --rdzv_endpoint "${prefix}0:$rdzv_port" --rdzv_id "matrix$rdzv_port" \
+      --redirects 1 --tee 1 --log_dir "$out/torchrun-$rdzv_port-$k" "$@" >"$log.$k" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${pids[@]}"; do wait "$k" || rc=$?; done
+  cat "$log".* >"$log"
+  return $rc
+}
+
 # run LAUNCHER HOSTS PER_HOST LOG: one run; its exit status.
 run() {
   local l=$1 h=$2 p=$3 log=$4 n=$(($2 * $3)) list="" k
@@ -91,6 +115,8 @@ run() {
                -n "$n" -x COLL_TIMEOUT -x COLL_DEBUG -x COLL_DEBUG_SUBSYS "${perf[@]}" >"$log" 2>&1 ;;
     mpich) on_head mpirun.mpich -launcher ssh -launcher-exec "$out/rsh" -hosts "$list" -iface eth0 -n "$n" \
              "${perf[@]}" >"$log" 2>&1 ;;
+    torchrun) run_torchrun "$h" "$p" "$log" --no_python "${perf[@]}" ;;
+    torchrun-py) run_torchrun "$h" "$p" "$log" "$here/torch_hosts.py" ;;
   esac
 }
 
@@ -104,6 +130,9 @@ unavailable() {
     openmpi) command -v mpirun.openmpi >/dev/null || { echo "mpirun.openmpi is not installed"; return; }
              [[ $have_pmix == ON ]] || echo "coll was built without PMIx: Open MPI across hosts needs -x MASTER_ADDR" ;;
     mpich) command -v mpirun.mpich >/dev/null || echo "mpirun.mpich is not installed" ;;
+    torchrun) [[ -x /usr/bin/torchrun ]] || echo "/usr/bin/torchrun is not installed (python3-torch)" ;;
+    torchrun-py) [[ -x /usr/bin/torchrun ]] || { echo "/usr/bin/torchrun is not installed (python3-torch)"; return; }
+                 [[ -f $bindir/../python/coll/torch.py ]] || echo "coll's torch backend was not built ($bindir/../python)" ;;
     *) echo "unknown launcher" ;;
   esac
 }
@@ -120,6 +149,8 @@ expected_path() {
             else echo "launcher slurm: .*derived from slurm/"; fi ;;
     openmpi) echo "launcher openmpi: .*via PMIx" ;;
     mpich) echo "launcher mpich: .*via PMI$" ;;
+    torchrun) echo "launcher torchrun: " ;;
+    torchrun-py) echo "" ;;  # torch hands the backend its store: no launcher line
   esac
 }
 
@@ -128,15 +159,16 @@ check() {
   /usr/bin/python3 - "$@" <<'EOF'
 import re, sys
 log, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-text = open(log, errors="replace").read()
+text = re.sub(r"^\[default\d+\]:", "", open(log, errors="replace").read(), flags=re.M)  # torchrun --tee
 bad = []
-if "# Out of bounds values : 0 OK" not in text:
+torch = {int(r): h for r, h in re.findall(r"torch-coll rank (\d+) of \d+ on (\S+): .*ddp OK", text)}
+if not torch and "# Out of bounds values : 0 OK" not in text:
     bad.append("no '# Out of bounds values : 0 OK'")
-host = {int(r): h for r, h in re.findall(r"#\s+Rank\s+(\d+) .* on\s+(\S+) device", text)}
+host = torch or {int(r): h for r, h in re.findall(r"#\s+Rank\s+(\d+) .* on\s+(\S+) device", text)}
 if sorted(host) != list(range(n)):
     bad.append(f"the table names ranks {sorted(host)}, not 0..{n - 1}")
 paths = re.findall(r"coll INFO INIT (launcher \S+ rank (\d+) of \d+.*)", text)
-for r in range(n):
+for r in range(n if path else 0):
     if not any(int(k) == r and re.search(path, line) for line, k in paths):
         bad.append(f"rank {r} did not report '{path}'")
 lines = re.findall(r"\[rank (\d+)\] transports: (.*?); between hosts", text)
@@ -169,7 +201,9 @@ status=0 ran=0 skipped=() summary=()
 for l in "${launchers[@]}"; do
   why=$(unavailable "$l")
   if [[ -n $why ]]; then skipped+=("$l ($why)"); continue; fi
-  for s in "${shapes[@]}"; do
+  run_shapes=("${shapes[@]}")
+  [[ $l == torchrun-py ]] && run_shapes=("${torch_shapes[@]}")
+  for s in "${run_shapes[@]}"; do
     h=${s%x*} p=${s#*x} log=$out/$l-$s.log
     start=$(date +%s.%N)
     run "$l" "$h" "$p" "$log"; rc=$?
