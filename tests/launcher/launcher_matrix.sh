@@ -185,7 +185,8 @@ for r, body in lines:
 if seen != set(range(n)):
     bad.append(f"transports lines from ranks {sorted(seen)}, not 0..{n - 1}")
 busbw = re.search(r"# Avg bus bandwidth\s*:\s*(\S+)", text)
-last = [l.split() for l in text.splitlines() if re.match(r"\s+\d+\s+\d+\s+float", l)]
+# Rows whose time parses: a log line on stderr may land inside a row (torchrun interleaves them).
+last = [l.split() for l in text.splitlines() if re.match(r"\s+\d+\s+\d+\s+float\s+\w+\s+-?\d+\s+[\d.]+\s", l)]
 if last and busbw:  # out-of-place busbw from the time: the table rounds it to 2 decimals
     size, us = int(last[-1][0]), float(last[-1][5])
     print(f"busbw at {size} B {size / (us * 1e3) * 2 * (n - 1) / n:.4f} GB/s (avg of the table {float(busbw[1]):.4f})")
