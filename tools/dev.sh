@@ -29,8 +29,10 @@ packages=(build-essential cmake ninja-build pkg-config libboost-dev zlib1g-dev  
           iperf3 iproute2 procps python3-matplotlib)                           # netcluster, plots
 
 # Optional, installed when apt-get can, never required: a real Slurm for the launcher matrix
-# (tests/launcher/launcher_matrix.sh skips its Slurm runs without them). No headers or libraries.
-optional_packages=(slurm-wlm munge)
+# (tests/launcher/launcher_matrix.sh skips its Slurm runs without them), nftables for
+# coll-doctor's firewalled-host case (tests/launcher/doctor_faults.sh skips it without nft).
+# No headers or libraries.
+optional_packages=(slurm-wlm munge nftables)
 
 install_missing() {
   local missing=() optional=() p

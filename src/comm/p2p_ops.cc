@@ -3,21 +3,10 @@
 // receive blocked every later op, so two ranks that both received first waited for ever.
 #include "base/log.h"
 #include "comm/communicator_impl.h"
+#include "comm/p2p_config.h"
 
 namespace coll {
 namespace {
-
-// The engine's connections carry envelopes and point-to-point payloads only: fewer, smaller
-// shared-memory slots than the collectives' (a quarter of their memory per peer), one TCP
-// stream per peer, and no small-op board.
-Config p2pConfig(const Config& config) {
-  Config c = config;
-  c.shm_board_bytes = 0;
-  c.shm_nslots = 4;
-  c.shm_slot_bytes = std::min<size_t>(config.shm_slot_bytes, 64 << 10);
-  c.socket_nstreams = 1;
-  return c;
-}
 
 std::string describeP2p(const OpRequest& op, uint64_t sequence) {
   const char* what = op.kind == OpKind::send ? "send" : "recv";

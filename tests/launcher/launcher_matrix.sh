@@ -12,6 +12,8 @@
 #               "coll" (all_reduce, all_gather_object, two DDP steps): the store torch hands it;
 #               on 2 hosts x 2 only unless MATRIX_TORCH_SHAPES says otherwise (its start-up,
 #               four Pythons importing torch on 2 cores, costs ~10 s a run)
+# Each launcher except torchrun-py also starts coll-doctor on 2 hosts x 2 (MATRIX_DOCTOR=0: not),
+# which must exit 0 with "verdict: OK" after 8 of 8 probes between hosts.
 # Each run must exit 0 with "Out of bounds values : 0 OK", every rank must name the launcher and
 # the path it took, and every rank's "transports:" line must reach the ranks of its own host
 # through shm and the others through a network transport (hosts from the table's "Rank r ... on
@@ -220,6 +222,22 @@ for l in "${launchers[@]}"; do
     fi
   done
 done
+# coll-doctor under each launcher: the same launch, the doctor instead of all_reduce_perf.
+if [[ ${MATRIX_DOCTOR:-1} != 0 ]]; then
+  perf=("$bindir/coll-doctor" --timeout 20)
+  for l in "${launchers[@]}"; do
+    [[ $l == torchrun-py || -n $(unavailable "$l") ]] && continue
+    log=$out/doctor-$l.log
+    run "$l" 2 2 "$log"; rc=$?
+    if [[ $rc == 0 ]] && grep -q "verdict: OK" "$log" && grep -q "probes between hosts: 8 of 8 succeeded" "$log"; then
+      summary+=("PASS coll-doctor under $l, 2 hosts x 2")
+    else
+      status=1
+      summary+=("FAIL coll-doctor under $l, 2 hosts x 2: exit $rc")
+      echo "--- coll-doctor under $l:"; grep -v "coll INFO" "$log" | tail -n 30
+    fi
+  done
+fi
 printf '%s\n' "${summary[@]}"
 [[ ${#skipped[@]} -gt 0 ]] && printf 'skipped: %s\n' "${skipped[@]}"
 [[ $ran -gt 0 ]] || { echo "SKIP: no launcher could run"; exit 77; }

@@ -78,7 +78,11 @@ std::string segmentName(const std::string& secret, const std::string& key_prefix
 }
 
 Status createSegment(const std::string& name, size_t bytes, int host_ranks, Mapping* out) {
-  if (bytes > freeBytes()) return tooSmall(bytes, host_ranks);
+  const size_t free_bytes = freeBytes();
+  COLL_INFO("INIT", "shared memory: %s of %s for %d local peer(s); %s free (%d ranks on this host need %s)",
+            name.c_str(), formatBytes(bytes).c_str(), host_ranks - 1, formatBytes(free_bytes).c_str(), host_ranks,
+            formatBytes(bytes * static_cast<size_t>(host_ranks)).c_str());
+  if (bytes > free_bytes) return tooSmall(bytes, host_ranks);
   UniqueFd fd(openExclusive(name));
   if (!fd) return sysError("shm_open", name, errno);
   int err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes));

@@ -26,6 +26,14 @@
 namespace coll::transport::shm {
 namespace {
 
+Geometry geometryFor(const Config& config, size_t local_peers) {
+  Geometry g;
+  g.slot_bytes = std::max<uint64_t>((config.shm_slot_bytes + 63) / 64 * 64, 4096);
+  g.nslots = static_cast<uint32_t>(std::max(config.shm_nslots, 2));
+  g.nchannels = static_cast<uint32_t>(local_peers);
+  return g;
+}
+
 // Longest sleep on the doorbell: how often a waiting rank checks that its peers still live.
 constexpr auto kSleepSlice = std::chrono::milliseconds(50);
 // After spinning, poll with sched_yield in between until this long idle, then sleep. A yield
@@ -174,9 +182,7 @@ Status ShmTransport::validatePeers() const {
 }
 
 Status ShmTransport::createOwn() {
-  geometry_.slot_bytes = std::max<uint64_t>((config_.shm_slot_bytes + 63) / 64 * 64, 4096);
-  geometry_.nslots = static_cast<uint32_t>(std::max(config_.shm_nslots, 2));
-  geometry_.nchannels = static_cast<uint32_t>(local_peers_.size());
+  geometry_ = geometryFor(config_, local_peers_.size());
   COLL_RETURN_IF_ERROR(createSegment(segmentNameFor(dir_, dir_.rank), geometry_.segmentBytes(),
                                      static_cast<int>(local_peers_.size()) + 1, &own_));
   auto* h = new (own_.base()) SegmentHeader();
@@ -514,6 +520,10 @@ void ShmTransport::abort(const std::string& reason) {
 }
 
 }  // namespace
+
+uint64_t segmentBytes(const Config& config, size_t local_peers) {
+  return local_peers == 0 ? 0 : geometryFor(config, local_peers).segmentBytes();
+}
 
 std::string segmentNameFor(const PeerDirectory& directory, int rank) {
   return segmentName(directory.secret, directory.key_prefix, rank);

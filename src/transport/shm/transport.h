@@ -36,6 +36,10 @@ namespace coll::transport::shm {
 Status createTransport(const Config& config, const PeerDirectory& directory, const std::vector<int>& local_peers,
                        std::unique_ptr<Transport>* out);
 
+// The bytes createTransport reserves in /dev/shm for a rank with `local_peers` peers on its
+// host (0 with none: no segment). coll-doctor checks /dev/shm against it.
+uint64_t segmentBytes(const Config& config, size_t local_peers);
+
 // The /dev/shm name (e.g. "/coll-0123456789abcdef") a rank's segment has during set-up; tests
 // use it to check that nothing is left behind.
 std::string segmentNameFor(const PeerDirectory& directory, int rank);

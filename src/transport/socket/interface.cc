@@ -7,6 +7,10 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
 #include "base/fd_io.h"
 #include "base/log.h"
 
@@ -57,13 +61,33 @@ Status routeSource(const std::string& host, std::string* source) {
   return Status::ok();
 }
 
+std::string readSys(const std::string& path) {
+  std::ifstream f(path);
+  std::string v;
+  f >> v;
+  return v;
+}
+
+void describeLink(ChosenInterface* out) {
+  if (out->name.empty() || out->name == "?") return;
+  out->mtu = std::atoi(readSys("/sys/class/net/" + out->name + "/mtu").c_str());
+  out->state = readSys("/sys/class/net/" + out->name + "/operstate");
+}
+
 }  // namespace
+
+uint64_t socketBufferCap() {
+  uint64_t r = std::strtoull(readSys("/proc/sys/net/core/rmem_max").c_str(), nullptr, 10);
+  uint64_t w = std::strtoull(readSys("/proc/sys/net/core/wmem_max").c_str(), nullptr, 10);
+  return std::min(r, w);
+}
 
 Status chooseInterface(const std::string& ifname, const std::string& rendezvous_host, ChosenInterface* out) {
   if (!ifname.empty()) {
     if (!findInterface(ifname, "", out))
       return invalidArgument(format("COLL_SOCKET_IFNAME=%s: no such interface with an IPv4 address", ifname.c_str()));
     out->reason = "COLL_SOCKET_IFNAME";
+    describeLink(out);
     return Status::ok();
   }
   if (rendezvous_host.empty())
@@ -76,6 +100,7 @@ Status chooseInterface(const std::string& ifname, const std::string& rendezvous_
     out->address = source;
   }
   out->reason = format("routes to the rendezvous host %s", rendezvous_host.c_str());
+  describeLink(out);
   return Status::ok();
 }
 

@@ -40,8 +40,14 @@ class SocketTransport : public Transport {
     COLL_RETURN_IF_ERROR(chooseInterface(config_.socket_ifname, dir_.store_host, &iface));
     COLL_RETURN_IF_ERROR(listenOn(iface.address));
     std::string addr = localAddress(listener_.get());
-    COLL_INFO("NET", "socket transport listens on %s (interface %s: %s), %d stream(s) per peer", addr.c_str(),
-              iface.name.c_str(), iface.reason.c_str(), config_.socket_nstreams);
+    COLL_INFO("NET", "socket transport listens on %s (interface %s, mtu %d, %s: %s), %d stream(s) per peer",
+              addr.c_str(), iface.name.c_str(), iface.mtu, iface.state.c_str(), iface.reason.c_str(),
+              config_.socket_nstreams);
+    const uint64_t cap = socketBufferCap();
+    if (cap > 0 && cap < static_cast<uint64_t>(config_.socket_buffer_bytes))  // what coll-doctor warns about
+      COLL_INFO("NET", "the kernel caps socket buffers at %s (net.core.rmem_max/wmem_max), below COLL_SOCKET_BUFFER "
+                "%s: long links may run below their rate", formatBytes(cap).c_str(),
+                formatBytes(static_cast<size_t>(config_.socket_buffer_bytes)).c_str());
     return dir_.store->set(key(dir_.rank), addr, Clock::now() + config_.timeout);
   }
 
