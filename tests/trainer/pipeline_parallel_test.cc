@@ -93,6 +93,15 @@ std::unique_ptr<UpdateStrategy> sgdUpdate() {
   return std::make_unique<ReplicatedUpdate>(makeOptimizer("sgd", kLr), makeCommHook("none", Reduction::average));
 }
 
+// A stage's replicas hold bit-identical parameters (a hash of each, all-gathered among them).
+void expectReplicasBitIdentical(PipelineTrainer& trainer) {
+  std::vector<uint64_t> hashes(static_cast<size_t>(trainer.replicas()));
+  uint64_t mine = hashParameters(trainer.model().values());
+  trainer.stageComm().allgather(&mine, hashes.data(), 1, DataType::u64).wait();
+  for (int r = 1; r < trainer.replicas(); ++r)
+    RANK_CHECK(hashes[r] == hashes[0], "stage %d: replica %d's parameters differ from replica 0's", trainer.stage(), r);
+}
+
 using Config = std::tuple<int, int, int, PipelineSchedule>;  // stages, micro-batches (x P when negative), replicas
 
 class Pipeline : public ::testing::TestWithParam<Config> {};
@@ -125,11 +134,7 @@ TEST_P(Pipeline, EqualsOneProcessOnTheGlobalBatchAndReplicasAgree) {
     const int expected_peak = schedule == PipelineSchedule::gpipe ? m : std::min(m, p - trainer.stage());
     RANK_CHECK(trainer.peakAliveMicroBatches() == expected_peak, "stage %d: %d micro-batches alive at once, expected %d",
                trainer.stage(), trainer.peakAliveMicroBatches(), expected_peak);
-    std::vector<uint64_t> hashes(static_cast<size_t>(d));
-    uint64_t mine = hashParameters(model.values());
-    trainer.stageComm().allgather(&mine, hashes.data(), 1, DataType::u64).wait();
-    for (int r = 1; r < d; ++r)
-      RANK_CHECK(hashes[r] == hashes[0], "stage %d: replica %d's parameters differ from replica 0's", trainer.stage(), r);
+    expectReplicasBitIdentical(trainer);
   });
   test::expectAllSucceeded(outcomes);
 }
@@ -300,11 +305,7 @@ TEST_P(PipelineWithBatchNorm, EqualsGradientAccumulationOverTheSameMicroBatches)
       for (size_t l = 0; l < model.numLayers(); ++l)
         if (auto* b = dynamic_cast<CrossReplicaBatchNorm*>(&model.layer(l)))
           expectClose(b->runningMean(), want.running_means.at(trainer.layerRange().first + l), "running mean", trainer);
-    std::vector<uint64_t> hashes(static_cast<size_t>(d));
-    uint64_t mine = hashParameters(model.values());
-    trainer.stageComm().allgather(&mine, hashes.data(), 1, DataType::u64).wait();
-    for (int r = 1; r < d; ++r)
-      RANK_CHECK(hashes[r] == hashes[0], "stage %d: replica %d's parameters differ from replica 0's", trainer.stage(), r);
+    expectReplicasBitIdentical(trainer);
   });
   test::expectAllSucceeded(outcomes);
 }
