@@ -12,8 +12,9 @@
 #               "coll" (all_reduce, all_gather_object, two DDP steps): the store torch hands it;
 #               on 2 hosts x 2 only unless MATRIX_TORCH_SHAPES says otherwise (its start-up,
 #               four Pythons importing torch on 2 cores, costs ~10 s a run)
-# Each launcher except torchrun-py also starts coll-doctor on 2 hosts x 2 (MATRIX_DOCTOR=0: not),
-# which must exit 0 with "verdict: OK" after 8 of 8 probes between hosts.
+# coll-doctor also starts on 2 hosts x 2 under one launcher of each rendezvous path (srun with
+# PMIx, MPICH's PMI-1, torchrun's c10d; MATRIX_DOCTOR_LAUNCHERS names others, MATRIX_DOCTOR=0
+# none) and must exit 0 with "verdict: OK" after 8 of 8 probes between hosts.
 # Each run must exit 0 with "Out of bounds values : 0 OK", every rank must name the launcher and
 # the path it took, and every rank's "transports:" line must reach the ranks of its own host
 # through shm and the others through a network transport (hosts from the table's "Rank r ... on
@@ -225,8 +226,9 @@ done
 # coll-doctor under each launcher: the same launch, the doctor instead of all_reduce_perf.
 if [[ ${MATRIX_DOCTOR:-1} != 0 ]]; then
   perf=("$bindir/coll-doctor" --timeout 20)
-  for l in "${launchers[@]}"; do
-    [[ $l == torchrun-py || -n $(unavailable "$l") ]] && continue
+  read -r -a doctor_launchers <<<"${MATRIX_DOCTOR_LAUNCHERS:-slurm mpich torchrun}"
+  for l in "${doctor_launchers[@]}"; do
+    wanted "$l" && [[ $l != torchrun-py && -z $(unavailable "$l") ]] || continue
     log=$out/doctor-$l.log
     run "$l" 2 2 "$log"; rc=$?
     if [[ $rc == 0 ]] && grep -q "verdict: OK" "$log" && grep -q "probes between hosts: 8 of 8 succeeded" "$log"; then
