@@ -188,6 +188,8 @@ int run(const Options& o) {
     }
     Verdict v = judge(in);
     std::fputs(v.text.c_str(), stdout);
+    std::printf("(%d ranks checked in %.2f s since rank 0 reached the store)\n", n,
+                std::chrono::duration<double>(Clock::now() - start).count());
     std::fflush(stdout);
     store->set(verdict_key, v.failed ? "fail" : "ok", Clock::now() + o.wait);
     int64_t read = 0;  // the store's host stays until every rank has read the verdict
