@@ -51,6 +51,7 @@ slurm_up=0
 cleanup() {
   [[ $slurm_up == 1 ]] && timeout 60 "$here/slurm_cluster.sh" down --prefix $prefix --dir "$out/slurm"
   timeout 60 "$nc" down --prefix $prefix >/dev/null 2>&1
+  [[ -n ${MATRIX_KEEP:-} ]] && cp -r "$out" "$MATRIX_KEEP"
   rm -rf "$out"
 }
 trap cleanup EXIT
@@ -162,7 +163,8 @@ check() {
   /usr/bin/python3 - "$@" <<'EOF'
 import re, sys
 log, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-text = re.sub(r"^\[default\d+\]:", "", open(log, errors="replace").read(), flags=re.M)  # torchrun --tee
+# torchrun --tee prefixes each chunk it copies, so the prefix can fall inside a line too.
+text = re.sub(r"\[default\d+\]:", "", open(log, errors="replace").read())
 bad = []
 torch = {int(r): h for r, h in re.findall(r"torch-coll rank (\d+) of \d+ on (\S+): .*ddp OK", text)}
 if not torch and "# Out of bounds values : 0 OK" not in text:
