@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import unittest
 
 
@@ -139,6 +140,15 @@ class Outcomes(unittest.TextTestResult):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self.outcome = {}
+        self.seconds = {}  # per test, to see where the suite's time goes
+
+    def startTest(self, test):
+        self.started = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        self.seconds[test._testMethodName] = round(time.monotonic() - self.started, 2)
+        super().stopTest(test)
 
     def addSuccess(self, test):
         super().addSuccess(test)
@@ -172,9 +182,12 @@ def main():
     label = os.environ["COLL_SUITE_BACKEND"]
     print(f"suite: backend {label}, world size {args.world_size}: " +
           ", ".join(f"{counts.get(k, 0)} {k}" for k in ("passed", "failed", "error", "skipped")), flush=True)
+    slowest = sorted(result.seconds.items(), key=lambda kv: -kv[1])[:5]
+    print("slowest: " + ", ".join(f"{n} {t:.1f} s" for n, t in slowest), flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"backend": label, "world_size": args.world_size, "tests": result.outcome}, f, indent=1)
+            json.dump({"backend": label, "world_size": args.world_size, "tests": result.outcome,
+                       "seconds": result.seconds}, f, indent=1)
     sys.exit(0 if not result.failures and not result.errors else 1)
 
 
