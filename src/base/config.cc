@@ -144,6 +144,7 @@ Config Config::fromEnvironment() {
   c.probe = probe == 1;
   readString("COLL_TOPO_FILE", &c.topo_file);
   readString("COLL_TOPO_DUMP_FILE", &c.topo_dump_file);
+  readString("COLL_TRACE_FILE", &c.trace_file);
   readInt("COLL_TUNE", 0, 1, &tune);
   c.tune = tune == 1;
   readString("COLL_TUNE_FILE", &c.tune_file);

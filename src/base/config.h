@@ -97,6 +97,7 @@ struct Config {
   bool cuda_ipc = true;                        // COLL_CUDA_IPC=0 stages even on one host
   size_t cuda_staging_chunk = 4 << 20;         // COLL_CUDA_STAGING_CHUNK
   std::string tune_file;                       // COLL_TUNE_FILE (default ~/.cache/coll/tune-<hash>.json)
+  std::string trace_file;                      // COLL_TRACE_FILE: a Chrome trace of each communicator's ops
   // COLL_LAUNCHER_FD: the read end of a pipe whose write end only the launcher (collrun) holds;
   // when the launcher dies, however it dies, the pipe hangs up and the rank ends itself
   // (src/comm/launcher_lifeline.h). -1: no launcher to watch.

@@ -40,6 +40,7 @@ CommunicatorImpl::CommunicatorImpl(const CommOptions& options, const Config& con
   options_ = options;
   options_.secret = secret_;
   options_.timeout = config_.timeout;
+  if (!config_.trace_file.empty()) trace_ = std::make_unique<OpTrace>(config_.trace_file, rank_, size_);
 }
 
 Status CommunicatorImpl::create(const CommOptions& options, const Config& global,
@@ -175,6 +176,10 @@ CommunicatorImpl::~CommunicatorImpl() {
   }
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (trace_) {
+    if (Status st = trace_->write(); !st) COLL_WARN("INIT", "%s", st.message().c_str());
+    else COLL_INFO("INIT", "op trace written to %s", trace_->path().c_str());
+  }
   ledger_.setPointToPoint(nullptr);  // the responder may still read the ledger
   p2p_.reset();
   responder_.reset();  // before the store server (rank 0's) goes

@@ -18,6 +18,7 @@
 #include "comm/schedule_cache.h"
 #include "base/fork_guard.h"
 #include "comm/ledger.h"
+#include "comm/op_trace.h"
 #include "comm/ledger_exchange.h"
 #include "exec/op.h"
 #include "exec/p2p_engine.h"
@@ -132,6 +133,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   ExecContext op_ctx_;           // run()'s, reused (engine_mu_ holder)
   uint8_t barrier_byte_[1] = {0};
   Ledger ledger_;
+  std::unique_ptr<OpTrace> trace_;  // COLL_TRACE_FILE set (engine_mu_ holder; written at destruction)
   std::unique_ptr<LedgerResponder> responder_;  // answers peers' questions about ledger_
 
   // Held by the thread running ops (the progress thread, or a waiter driving them inline):

@@ -153,7 +153,11 @@ void CommunicatorImpl::runOp(OpRequest& op, const std::optional<Error>& failed) 
   link_->beat();
   std::string algorithm;
   bool refused = false;
+  const auto started = Clock::now();
   Status st = execute(op, &algorithm, &refused);
+  if (trace_)
+    trace_->record({toString(op.kind), algorithm, op.work->sequence, op.bytes(), op.enqueued, started, Clock::now(),
+                    st.isOk()});
   ledger_.completed(st.isOk());
   if (st) {
     complete(op, std::nullopt);

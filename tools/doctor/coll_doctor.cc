@@ -145,7 +145,7 @@ int run(const Options& o) {
   }
   std::string store_host;
   int store_port = 0;
-  bootstrap::splitHostPort(launch.store_address, &store_host, &store_port);
+  (void)bootstrap::splitHostPort(launch.store_address, &store_host, &store_port);
   HostReport me = collectHostReport(config, launch.rank, store_host);
   me.config_problems = config.problems;
   std::unique_ptr<ProbeListener> listener;
@@ -164,7 +164,8 @@ int run(const Options& o) {
     return 1;
   }
   const int n = launch.size;
-  store->set(std::string(kPrefix) + "report/" + std::to_string(me.rank), toJson(me).dump(), start + o.wait);
+  // A store call that fails here shows on rank 0 as this rank never reporting (or reading).
+  (void)store->set(std::string(kPrefix) + "report/" + std::to_string(me.rank), toJson(me).dump(), start + o.wait);
   const std::vector<char> reported = awaitKeys(*store, keysFor("report", n), start + o.wait);
   Inputs in;
   in.size = n;
@@ -176,7 +177,7 @@ int run(const Options& o) {
     HostReport h;
     if (reported[r] && getJson(*store, keysFor("report", n)[r], &j) && fromJson(j, &h)) in.reports[r] = h;
   }
-  store->set(std::string(kPrefix) + "probes/" + std::to_string(me.rank), probesJson(probePeers(me, in.reports, o.limits)).dump(),
+  (void)store->set(std::string(kPrefix) + "probes/" + std::to_string(me.rank), probesJson(probePeers(me, in.reports, o.limits)).dump(),
              Clock::now() + o.wait);
   const std::string verdict_key = std::string(kPrefix) + "verdict";
   if (me.rank == 0) {
@@ -191,7 +192,7 @@ int run(const Options& o) {
     std::printf("(%d ranks checked in %.2f s since rank 0 reached the store)\n", n,
                 std::chrono::duration<double>(Clock::now() - start).count());
     std::fflush(stdout);
-    store->set(verdict_key, v.failed ? "fail" : "ok", Clock::now() + o.wait);
+    (void)store->set(verdict_key, v.failed ? "fail" : "ok", Clock::now() + o.wait);
     int64_t read = 0;  // the store's host stays until every rank has read the verdict
     const auto until = Clock::now() + o.wait;
     while (server && Clock::now() < until && store->add(std::string(kPrefix) + "read", 0, &read, until) && read < n - 1)
@@ -204,7 +205,7 @@ int run(const Options& o) {
     return 1;
   }
   int64_t read = 0;
-  store->add(std::string(kPrefix) + "read", 1, &read, Clock::now() + o.wait);
+  (void)store->add(std::string(kPrefix) + "read", 1, &read, Clock::now() + o.wait);
   std::printf("coll-doctor rank %d on %s: %s (rank 0 prints the report)\n", me.rank, me.hostname.c_str(),
               verdict == "ok" ? "OK" : "the job would fail");
   return verdict == "ok" ? 0 : 1;

@@ -1,0 +1,92 @@
+#include "comm/op_trace.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+
+#include "base/log.h"
+
+namespace coll {
+namespace {
+
+// Bounds the trace's memory (about 100 bytes an op): a long job keeps its first ops.
+constexpr size_t kMaxEvents = 1 << 20;
+
+std::string expand(std::string path, int rank) {
+  if (path.empty()) return path;
+  static std::atomic<int> traced{0};  // this process's traced communicators (torch: one per group)
+  const int number = traced.fetch_add(1);
+  const bool has_field = path.find("%r") != std::string::npos || path.find("%p") != std::string::npos;
+  if (!has_field) path += ".%p.c" + std::to_string(number) + ".r%r.json";
+  for (size_t at; (at = path.find("%r")) != std::string::npos;) path.replace(at, 2, std::to_string(rank));
+  for (size_t at; (at = path.find("%p")) != std::string::npos;) path.replace(at, 2, std::to_string(::getpid()));
+  return path;
+}
+
+std::string jsonEscaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+OpTrace::OpTrace(std::string path, int rank, int size)
+    : path_(expand(std::move(path), rank)),
+      rank_(rank),
+      size_(size),
+      steady_zero_(Clock::now()),
+      wall_zero_(std::chrono::system_clock::now()) {}
+
+void OpTrace::record(Event event) {
+  if (!enabled()) return;
+  if (events_.size() >= kMaxEvents) {
+    ++dropped_;
+    return;
+  }
+  events_.push_back(std::move(event));
+}
+
+double OpTrace::wallMicros(Clock::time_point t) const {
+  auto since = std::chrono::duration<double, std::micro>(t - steady_zero_).count();
+  return std::chrono::duration<double, std::micro>(wall_zero_.time_since_epoch()).count() + since;
+}
+
+Status OpTrace::write() const {
+  if (!enabled()) return Status::ok();
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path_.c_str(), "w"), &std::fclose);
+  if (!f) return Status(ErrorCode::InvalidArgument, format("COLL_TRACE_FILE: cannot write %s", path_.c_str()));
+  // One process per rank; thread 1 runs ops, thread 2 shows how long each waited in the queue.
+  std::fprintf(f.get(), "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"rank\": %d, \"size\": %d, \"dropped\": %llu},\n"
+               "\"traceEvents\": [\n", rank_, size_, static_cast<unsigned long long>(dropped_));
+  std::fprintf(f.get(), "{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": {\"name\": \"rank %d\"}},\n"
+               "{\"ph\": \"M\", \"pid\": %d, \"tid\": 1, \"name\": \"thread_name\", \"args\": {\"name\": \"run\"}},\n"
+               "{\"ph\": \"M\", \"pid\": %d, \"tid\": 2, \"name\": \"thread_name\", \"args\": {\"name\": \"queued\"}}",
+               rank_, rank_, rank_, rank_);
+  for (const Event& e : events_) {
+    const double issued = wallMicros(e.issued), started = wallMicros(e.started), finished = wallMicros(e.finished);
+    const std::string label = e.algorithm.empty() ? e.name : e.name + " (" + e.algorithm + ")";
+    std::fprintf(f.get(),
+                 ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": 1, \"name\": \"%s %s\", \"ts\": %.3f, \"dur\": %.3f, "
+                 "\"args\": {\"op\": \"%s\", \"algorithm\": \"%s\", \"sequence\": %llu, \"bytes\": %llu, "
+                 "\"queued_us\": %.3f, \"ok\": %s}}",
+                 rank_, jsonEscaped(label).c_str(), formatBytes(e.bytes).c_str(), started, finished - started,
+                 jsonEscaped(e.name).c_str(), jsonEscaped(e.algorithm).c_str(),
+                 static_cast<unsigned long long>(e.sequence), static_cast<unsigned long long>(e.bytes),
+                 started - issued, e.ok ? "true" : "false");
+    if (started > issued)
+      std::fprintf(f.get(), ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": 2, \"name\": \"%s queued\", \"ts\": %.3f, \"dur\": %.3f}",
+                   rank_, jsonEscaped(e.name).c_str(), issued, started - issued);
+  }
+  std::fprintf(f.get(), "\n]}\n");
+  if (std::ferror(f.get()))
+    return Status(ErrorCode::InvalidArgument, format("COLL_TRACE_FILE: writing %s failed", path_.c_str()));
+  return Status::ok();
+}
+
+}  // namespace coll
