@@ -211,6 +211,26 @@ def test_groups_and_errors(r, n):
     check(x, torch.full((4,), float(n)), "all_reduce after refused calls")
 
 
+def test_sparse(r, n):
+    """Sparse all-reduce: different non-zeros per rank (rank 1 has none), overlapping indices,
+    a dense dimension, async; against the dense sum."""
+    dense = [torch.zeros(5, 3) for _ in range(n)]
+    for k in range(n):
+        if k != 1:
+            dense[k][k % 5] = float(k + 1)
+            dense[k][(k + 2) % 5, 1] = -0.5 * (k + 1)
+    x = dense[r].to_sparse(sparse_dim=1)
+    dist.all_reduce(x, async_op=True).wait()
+    assert x.is_sparse
+    check(x.to_dense(), sum(dense), "sparse all_reduce")
+    try:
+        dist.all_reduce(dense[r].to_sparse(), op=dist.ReduceOp.MAX)
+    except RuntimeError as e:
+        assert "SUM only" in str(e), e
+    else:
+        raise AssertionError("sparse all_reduce with MAX was accepted")
+
+
 def collectives():
     r, n = dist.get_rank(), dist.get_world_size()
     assert dist.get_backend() == "coll", dist.get_backend()
@@ -220,6 +240,7 @@ def collectives():
     test_point_to_point_and_async(r, n)
     test_p2p_progress(r, n)
     test_groups_and_errors(r, n)
+    test_sparse(r, n)
     print(f"rank {r}: collectives ok", flush=True)
 
 

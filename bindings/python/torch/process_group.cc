@@ -7,6 +7,7 @@
 #include <random>
 
 #include "coll/error.h"
+#include "sparse_allreduce.h"
 #include "store.h"
 #include "tensors.h"
 
@@ -101,6 +102,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::broadcast(std::vector<at::Tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allreduce(std::vector<at::Tensor>& tensors,
                                                            const c10d::AllreduceOptions& opts) {
   const at::Tensor& t = single(tensors, "allreduce");
+  if (t.is_sparse()) return sparseAllreduce(t, opts);
   DataType type = collTypeOf(t, "allreduce");
   ReduceOp op = collOpOf(opts.reduceOp, t, "allreduce");
   Dense d = dense(t);
@@ -108,6 +110,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allreduce(std::vector<at::Tenso
     void* p = d.tensor.data_ptr();
     return std::vector<coll::Work>{c.allreduce(p, p, d.tensor.numel(), type, op)};
   });
+}
+
+// The sum is computed here, on the calling thread, while the issue lock keeps every other op
+// of this group behind it (three all-gathers whose sizes depend on each other); the Work that
+// comes back is already done and copies the sum into `t` when it completes.
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::sparseAllreduce(const at::Tensor& t, const c10d::AllreduceOptions& opts) {
+  TORCH_CHECK(opts.reduceOp == c10d::ReduceOp::SUM, "coll allreduce: sparse tensors reduce with SUM only (as gloo); ",
+              "for another ReduceOp all-reduce t.to_dense()");
+  auto sum = std::make_shared<at::Tensor>();
+  at::Tensor target = t;
+  return submit(c10d::OpType::ALLREDUCE, {t}, {}, [target, sum]() mutable { target.copy_(*sum); },
+                [&](Communicator& c) {
+                  *sum = sparseAllreduceSum(c, t, timeout_);
+                  return std::vector<coll::Work>{};
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allreduce_coalesced(std::vector<at::Tensor>& tensors,

@@ -80,6 +80,7 @@ class ProcessGroupColl : public c10d::ProcessGroup {
                                         const Issue& issue, bool point_to_point = false,
                                         std::vector<at::Tensor> inputs = {});
   c10::intrusive_ptr<c10d::Work> receive(std::vector<at::Tensor>& tensors, int src, int tag);
+  c10::intrusive_ptr<c10d::Work> sparseAllreduce(const at::Tensor& t, const c10d::AllreduceOptions& opts);
   // Per-peer point-to-point exchange as one coll group: chunk p of `send` to rank p, chunk p
   // of `recv` from rank p (uneven all-to-all).
   std::vector<coll::Work> exchange(Communicator& comm, const std::vector<at::Tensor>& send,

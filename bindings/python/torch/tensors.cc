@@ -4,10 +4,29 @@
 
 namespace coll::torch_backend {
 
+namespace {
+
+// What a caller can do with a dtype coll has no counterpart for.
+const char* insteadOf(at::ScalarType type) {
+  switch (type) {
+    case at::kShort: return "cast it to int32 (t.to(torch.int32)) and back";
+    case at::kComplexHalf:
+    case at::kComplexFloat:
+    case at::kComplexDouble: return "pass torch.view_as_real(t), which reduces the real and imaginary parts apart";
+    case at::kQInt8:
+    case at::kQUInt8:
+    case at::kQInt32: return "dequantize it first (t.dequantize())";
+    default: return "cast it to a supported dtype";
+  }
+}
+
+}  // namespace
+
 DataType collTypeOf(const at::Tensor& t, const char* op) {
   TORCH_CHECK(t.device().is_cpu(), "coll ", op, ": tensor on ", t.device().str(),
               "; the coll backend takes CPU tensors (CUDA tensors: use the nccl backend)");
-  TORCH_CHECK(t.layout() == at::kStrided, "coll ", op, ": sparse tensors are not supported");
+  TORCH_CHECK(t.layout() == at::kStrided, "coll ", op, ": ", t.layout(), " tensors are not supported here: pass ",
+              "t.to_dense() (only all_reduce takes sparse tensors)");
   switch (t.scalar_type()) {
     case at::kFloat: return DataType::f32;
     case at::kDouble: return DataType::f64;
@@ -19,8 +38,8 @@ DataType collTypeOf(const at::Tensor& t, const char* op) {
     case at::kInt: return DataType::i32;
     case at::kLong: return DataType::i64;
     default:
-      TORCH_CHECK(false, "coll ", op, ": dtype ", t.scalar_type(),
-                  " is not supported (float16/32/64, bfloat16, int8/32/64, uint8, bool are)");
+      TORCH_CHECK(false, "coll ", op, ": dtype ", t.scalar_type(), " is not supported: ", insteadOf(t.scalar_type()),
+                  " (float16/32/64, bfloat16, int8/32/64, uint8, bool are)");
   }
 }
 
