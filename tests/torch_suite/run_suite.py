@@ -68,22 +68,29 @@ def installBackend():
     import torch.distributed.distributed_c10d as c10d
     import coll.torch  # registers the backend "coll"
 
-    if choice.endswith(":alias"):
-        def coll_as_gloo(store, rank, size, timeout=c10d.default_pg_timeout):
-            # Profiler events named as gloo's, which the suite looks up by the backend's name.
-            return coll.torch._torch.create_process_group(store, rank, size, timeout, profiling_name="gloo")
-        real_gloo, wrap = c10d.ProcessGroupGloo, c10d._create_process_group_wrapper
-        c10d.ProcessGroupGloo = coll_as_gloo
+    if not choice.endswith(":alias"):
+        # Under its own name: the suite's extension point for third-party backends ("plugin"),
+        # and the feature sets coll implements. Checks of the literal name "gloo" still skip.
+        from torch.testing._internal.common_distributed import DistTestCases
+        for feature in ("plugin", "ddp", "subgroup"):
+            DistTestCases.backend_feature[feature].add("coll")
+        return
 
-        # TORCH_DISTRIBUTED_DEBUG=DETAIL wraps every group with a checker that runs on a real
-        # gloo group of its own (torch does so for any backend): keep that one gloo.
-        def wrapper_on_real_gloo(*args, **kwargs):
-            c10d.ProcessGroupGloo = real_gloo
-            try:
-                return wrap(*args, **kwargs)
-            finally:
-                c10d.ProcessGroupGloo = coll_as_gloo
-        c10d._create_process_group_wrapper = wrapper_on_real_gloo
+    def coll_as_gloo(store, rank, size, timeout=c10d.default_pg_timeout):
+        # Profiler events named as gloo's, which the suite looks up by the backend's name.
+        return coll.torch._torch.create_process_group(store, rank, size, timeout, profiling_name="gloo")
+    real_gloo, wrap = c10d.ProcessGroupGloo, c10d._create_process_group_wrapper
+    c10d.ProcessGroupGloo = coll_as_gloo
+
+    # TORCH_DISTRIBUTED_DEBUG=DETAIL wraps every group with a checker that runs on a real
+    # gloo group of its own (torch does so for any backend): keep that one gloo.
+    def wrapper_on_real_gloo(*args, **kwargs):
+        c10d.ProcessGroupGloo = real_gloo
+        try:
+            return wrap(*args, **kwargs)
+        finally:
+            c10d.ProcessGroupGloo = coll_as_gloo
+    c10d._create_process_group_wrapper = wrapper_on_real_gloo
 
 
 def shimExpecttest():
