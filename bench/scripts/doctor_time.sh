@@ -13,7 +13,8 @@ nc=${NETCLUSTER:-$here/../../../shared/tools/netcluster}
 prefix=ndt subnet=10.214.30 hosts=4 per=2 port=29640
 [[ $EUID -eq 0 ]] || { echo "doctor_time.sh: needs root (network namespaces)" >&2; exit 2; }
 out=$(mktemp -d "${TMPDIR:-/tmp}/coll-doctor-time.XXXXXX")
-trap 'timeout 60 "$nc" down --prefix $prefix >/dev/null 2>&1; rm -rf "$out"' EXIT
+pids=()
+trap '[[ ${#pids[@]} -gt 0 ]] && kill "${pids[@]}" 2>/dev/null; timeout 60 "$nc" down --prefix $prefix >/dev/null 2>&1; rm -rf "$out"' EXIT
 timeout 60 "$nc" up $hosts --rate "$rate" --prefix $prefix --subnet $subnet >/dev/null || exit 1
 n=$((hosts * per))
 echo "# coll-doctor on $hosts hosts x $per ranks at $rate"
@@ -27,6 +28,7 @@ for ((k = 1; k <= rounds; k++)); do
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
+  pids=()
   t1=$(date +%s%N)
   rank0=$(sed -n 's/^(.* checked in \([0-9.]*\) s.*/\1/p' "$out/0")
   verdict=$(sed -n 's/^verdict: //p' "$out/0")

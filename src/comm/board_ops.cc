@@ -64,6 +64,7 @@ bool CommunicatorImpl::runNowOnBoard(OpRequest& op) {
     return false;
   bool refused = false;
   (void)beginOp(op, kBoardAlgorithm, &refused);  // without COLL_CHECK: the ledger entry only
+  const auto posted = std::chrono::steady_clock::now();
   const transport::BoardCall call = boardCall(op);
   op.board_ticket = board_->post(call);
   bool done = false;
@@ -75,6 +76,9 @@ bool CommunicatorImpl::runNowOnBoard(OpRequest& op) {
     push(std::move(op), false);
     return true;
   }
+  if (trace_)
+    trace_->record({toString(op.kind), kBoardAlgorithm, op.work->sequence, op.bytes(), posted, posted,
+                    std::chrono::steady_clock::now(), st.isOk()});
   ledger_.completed(st.isOk());
   if (st) op.work->completeUnshared(std::nullopt);
   else onFailure(op, st.toError(opLabel(op, kBoardAlgorithm)));

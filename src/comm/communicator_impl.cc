@@ -40,7 +40,7 @@ CommunicatorImpl::CommunicatorImpl(const CommOptions& options, const Config& con
   options_ = options;
   options_.secret = secret_;
   options_.timeout = config_.timeout;
-  if (!config_.trace_file.empty()) trace_ = std::make_unique<OpTrace>(config_.trace_file, rank_, size_);
+  if (!config_.trace_file.empty()) trace_ = std::make_unique<OpTrace>(config_.trace_file, options.name, rank_, size_);
 }
 
 Status CommunicatorImpl::create(const CommOptions& options, const Config& global,

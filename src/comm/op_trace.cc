@@ -14,15 +14,20 @@ namespace {
 // Bounds the trace's memory (about 100 bytes an op): a long job keeps its first ops.
 constexpr size_t kMaxEvents = 1 << 20;
 
-std::string expand(std::string path, int rank) {
+std::string expand(std::string path, int rank, int number) {
   if (path.empty()) return path;
-  static std::atomic<int> traced{0};  // this process's traced communicators (torch: one per group)
-  const int number = traced.fetch_add(1);
-  const bool has_field = path.find("%r") != std::string::npos || path.find("%p") != std::string::npos;
-  if (!has_field) path += ".%p.c" + std::to_string(number) + ".r%r.json";
-  for (size_t at; (at = path.find("%r")) != std::string::npos;) path.replace(at, 2, std::to_string(rank));
-  for (size_t at; (at = path.find("%p")) != std::string::npos;) path.replace(at, 2, std::to_string(::getpid()));
+  const bool has_field = path.find('%') != std::string::npos;
+  if (!has_field) path += ".%p.c%c.r%r.json";
+  const std::pair<const char*, std::string> fields[] = {
+      {"%r", std::to_string(rank)}, {"%p", std::to_string(::getpid())}, {"%c", std::to_string(number)}};
+  for (const auto& [field, value] : fields)
+    for (size_t at; (at = path.find(field)) != std::string::npos;) path.replace(at, 2, value);
   return path;
+}
+
+int nextNumber() {
+  static std::atomic<int> traced{0};  // this process's traced communicators
+  return traced.fetch_add(1);
 }
 
 std::string jsonEscaped(const std::string& s) {
@@ -36,8 +41,10 @@ std::string jsonEscaped(const std::string& s) {
 
 }  // namespace
 
-OpTrace::OpTrace(std::string path, int rank, int size)
-    : path_(expand(std::move(path), rank)),
+OpTrace::OpTrace(std::string path, std::string name, int rank, int size)
+    : number_(path.empty() ? -1 : nextNumber()),
+      path_(expand(std::move(path), rank, number_)),
+      name_(std::move(name)),
       rank_(rank),
       size_(size),
       steady_zero_(Clock::now()),
@@ -62,8 +69,11 @@ Status OpTrace::write() const {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path_.c_str(), "w"), &std::fclose);
   if (!f) return Status(ErrorCode::InvalidArgument, format("COLL_TRACE_FILE: cannot write %s", path_.c_str()));
   // One process per rank; thread 1 runs ops, thread 2 shows how long each waited in the queue.
-  std::fprintf(f.get(), "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"rank\": %d, \"size\": %d, \"dropped\": %llu},\n"
-               "\"traceEvents\": [\n", rank_, size_, static_cast<unsigned long long>(dropped_));
+  std::fprintf(f.get(),
+               "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"rank\": %d, \"size\": %d, \"pid\": %d, "
+               "\"communicator\": \"%s\", \"number\": %d, \"dropped\": %llu},\n\"traceEvents\": [\n",
+               rank_, size_, static_cast<int>(::getpid()), jsonEscaped(name_).c_str(), number_,
+               static_cast<unsigned long long>(dropped_));
   std::fprintf(f.get(), "{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": {\"name\": \"rank %d\"}},\n"
                "{\"ph\": \"M\", \"pid\": %d, \"tid\": 1, \"name\": \"thread_name\", \"args\": {\"name\": \"run\"}},\n"
                "{\"ph\": \"M\", \"pid\": %d, \"tid\": 2, \"name\": \"thread_name\", \"args\": {\"name\": \"queued\"}}",
@@ -84,8 +94,9 @@ Status OpTrace::write() const {
                    rank_, jsonEscaped(e.name).c_str(), issued, started - issued);
   }
   std::fprintf(f.get(), "\n]}\n");
-  if (std::ferror(f.get()))
-    return Status(ErrorCode::InvalidArgument, format("COLL_TRACE_FILE: writing %s failed", path_.c_str()));
+  // A full disk shows at the flush or the close: a truncated file must not be called written.
+  const bool failed = std::fflush(f.get()) != 0 || std::ferror(f.get()) || std::fclose(f.release()) != 0;
+  if (failed) return Status(ErrorCode::InvalidArgument, format("COLL_TRACE_FILE: writing %s failed", path_.c_str()));
   return Status::ok();
 }
 

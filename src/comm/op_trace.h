@@ -4,7 +4,8 @@
 // A gap between two ops on the "run" row is time the link sat idle because nothing was issued;
 // a long "queued" bar is an op waiting behind others. Recorded by the engine_mu_ holder, written
 // when the communicator is destroyed; tools/op_trace.py merges the ranks' files into one view and
-// sums the gaps.
+// sums the gaps. Collectives and groups are traced (board ops too); host send/recv, which the
+// point-to-point engine runs on its own thread, is not.
 #pragma once
 
 #include <chrono>
@@ -30,10 +31,11 @@ class OpTrace {
   };
 
   // `path` empty: disabled, record() does nothing. Otherwise the file's name is `path` with
-  // "%r" replaced by the rank and "%p" by the process id; without either,
-  // ".<pid>.c<n>.r<rank>.json" is appended (n counts this process's traced communicators), so
-  // every communicator of every process writes its own file.
-  OpTrace(std::string path, int rank, int size);
+  // "%r" replaced by the rank, "%p" by the process id and "%c" by n, which counts this
+  // process's traced communicators (torch: one per group); without any of them,
+  // ".<pid>.c<n>.r<rank>.json" is appended, so every communicator of every process writes its
+  // own file. `name` (the communicator's) goes into the file beside them.
+  OpTrace(std::string path, std::string name, int rank, int size);
 
   bool enabled() const { return !path_.empty(); }
   void record(Event event);
@@ -45,7 +47,8 @@ class OpTrace {
   // Microseconds since the Unix epoch: every rank of one machine on one time axis.
   double wallMicros(Clock::time_point t) const;
 
-  std::string path_;
+  int number_;  // n above
+  std::string path_, name_;
   int rank_, size_;
   Clock::time_point steady_zero_;
   std::chrono::system_clock::time_point wall_zero_;

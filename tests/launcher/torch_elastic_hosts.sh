@@ -24,11 +24,11 @@ n=$((hosts * per))
 PYTHONPATH="$bindir/../python" /usr/bin/python3 -c "import coll.torch" 2>/dev/null ||
   { echo "SKIP: coll.torch is not built (libtorch-dev missing)"; exit 77; }
 out=$(mktemp -d "${TMPDIR:-/tmp}/coll-elastic.XXXXXX")
-trap 'timeout 60 "$nc" down --prefix $prefix >/dev/null 2>&1; rm -rf "$out"' EXIT
+pids=()
+trap '[[ ${#pids[@]} -gt 0 ]] && kill "${pids[@]}" 2>/dev/null; timeout 60 "$nc" down --prefix $prefix >/dev/null 2>&1; rm -rf "$out"' EXIT
 timeout 60 "$nc" up "$hosts" --prefix $prefix --subnet $subnet >/dev/null || { echo "FAIL: netcluster up"; exit 1; }
 
 start=$(date +%s)
-pids=()
 for ((k = 0; k < hosts; k++)); do
   timeout -k 5 240 "$nc" exec $prefix$k -- env PYTHONPATH="$bindir/../python" OMP_NUM_THREADS=1 /usr/bin/torchrun \
     --nnodes "$hosts" --nproc_per_node "$per" --rdzv_backend c10d --rdzv_endpoint "${prefix}0:$port" \
@@ -38,6 +38,7 @@ for ((k = 0; k < hosts; k++)); do
 done
 rcs=()
 for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
+pids=()  # all waited for: none left for the trap
 took=$(($(date +%s) - start))
 show() { for ((k = 0; k < hosts; k++)); do echo "--- host $k (torchrun exit ${rcs[k]})"; grep -v '^\s*$' "$out/host$k.log" | tail -40; done; }
 [[ -n ${ELASTIC_SHOW:-} ]] && show

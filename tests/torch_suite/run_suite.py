@@ -133,6 +133,9 @@ def selected(args):
     if args.list:
         with open(args.list) as f:
             wanted = {line.strip() for line in f if line.strip() and not line.startswith("#")}
+    missing = sorted(wanted - set(names))
+    if missing:  # a renamed test must not drop silently out of a list CI runs
+        sys.exit(f"run_suite.py: not in this torch's suite: {', '.join(missing)}")
     out = []
     for n in names:
         if wanted and n not in wanted:
@@ -195,6 +198,9 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"backend": label, "world_size": args.world_size, "tests": result.outcome,
                        "seconds": result.seconds}, f, indent=1)
+    if not counts.get("passed"):
+        print("run_suite.py: no test passed (every selected test skipped, or none selected)")
+        sys.exit(1)
     sys.exit(0 if not result.failures and not result.errors else 1)
 
 

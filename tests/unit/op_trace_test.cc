@@ -28,7 +28,7 @@ std::string tempPrefix(const char* name) {
 }
 
 TEST(OpTrace, DisabledWithoutAPathAndWritesNothing) {
-  OpTrace trace("", 0, 2);
+  OpTrace trace("", "world", 0, 2);
   EXPECT_FALSE(trace.enabled());
   trace.record({"allreduce", "ring", 1, 8, {}, {}, {}, true});
   EXPECT_TRUE(trace.write().isOk());
@@ -36,15 +36,18 @@ TEST(OpTrace, DisabledWithoutAPathAndWritesNothing) {
 
 TEST(OpTrace, FileNameTakesRankAndPidOrGetsThemAppended) {
   const std::string pid = std::to_string(::getpid());
-  EXPECT_EQ(OpTrace("/tmp/t-%r-%p.json", 3, 4).path(), "/tmp/t-3-" + pid + ".json");
-  const std::string a = OpTrace("/tmp/t", 1, 4).path(), b = OpTrace("/tmp/t", 1, 4).path();
+  EXPECT_EQ(OpTrace("/tmp/t-%r-%p.json", "world", 3, 4).path(), "/tmp/t-3-" + pid + ".json");
+  const std::string a = OpTrace("/tmp/t", "world", 1, 4).path(), b = OpTrace("/tmp/t", "torch", 1, 4).path();
+  const std::string c = OpTrace("/tmp/t-%r-%c.json", "world", 1, 4).path();
+  EXPECT_EQ(c.rfind("/tmp/t-1-", 0), 0u) << c;
+  EXPECT_NE(c, OpTrace("/tmp/t-%r-%c.json", "world", 1, 4).path()) << "%c tells communicators apart";
   EXPECT_EQ(a.rfind("/tmp/t." + pid + ".c", 0), 0u) << a;
   EXPECT_NE(a, b) << "two communicators of one process, same rank, must not share a file";
   EXPECT_EQ(a.substr(a.size() - 8), ".r1.json");
 }
 
 TEST(OpTrace, WritesEveryOpWithItsQueueWaitAndRun) {
-  OpTrace trace(tempPrefix("ops") + "-%r.json", 2, 3);
+  OpTrace trace(tempPrefix("ops") + "-%r.json", "torch", 2, 3);
   const std::string path = trace.path();
   const auto t0 = OpTrace::Clock::now();
   trace.record({"allreduce", "hierarchical", 7, 16 << 20, t0, t0 + microseconds(250), t0 + microseconds(1250), true});
@@ -54,6 +57,8 @@ TEST(OpTrace, WritesEveryOpWithItsQueueWaitAndRun) {
   topology::Json j;
   ASSERT_TRUE(topology::Json::parse(slurp(path), &j).isOk()) << slurp(path);
   EXPECT_EQ(j["otherData"]["rank"].number(), 2);
+  EXPECT_EQ(j["otherData"]["communicator"].string(), "torch");
+  EXPECT_EQ(j["otherData"]["pid"].number(), ::getpid());
   int runs = 0, waits = 0;
   for (const topology::Json& e : j["traceEvents"].items()) {
     if (e["ph"].string() != "X") continue;
@@ -82,7 +87,7 @@ TEST(OpTrace, WritesEveryOpWithItsQueueWaitAndRun) {
 }
 
 TEST(OpTrace, AnUnwritablePathIsNamed) {
-  OpTrace trace("/nonexistent-dir/t.json", 0, 1);
+  OpTrace trace("/nonexistent-dir/t.json", "world", 0, 1);
   Status st = trace.write();
   ASSERT_FALSE(st.isOk());
   EXPECT_NE(st.message().find("COLL_TRACE_FILE: cannot write /nonexistent-dir/t.json"), std::string::npos)

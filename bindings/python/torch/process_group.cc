@@ -102,7 +102,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::broadcast(std::vector<at::Tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allreduce(std::vector<at::Tensor>& tensors,
                                                            const c10d::AllreduceOptions& opts) {
   const at::Tensor& t = single(tensors, "allreduce");
-  if (t.is_sparse()) return sparseAllreduce(t, opts);
+  if (t.layout() != at::kStrided) return sparseAllreduce(t, opts);
   DataType type = collTypeOf(t, "allreduce");
   ReduceOp op = collOpOf(opts.reduceOp, t, "allreduce");
   Dense d = dense(t);
@@ -122,7 +122,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::sparseAllreduce(const at::Tenso
   at::Tensor target = t;
   return submit(c10d::OpType::ALLREDUCE, {t}, {}, [target, sum]() mutable { target.copy_(*sum); },
                 [&](Communicator& c) {
-                  *sum = sparseAllreduceSum(c, t, timeout_);
+                  *sum = sparseAllreduceSum(c, t);
                   return std::vector<coll::Work>{};
                 });
 }

@@ -10,30 +10,30 @@
 namespace coll::torch_backend {
 namespace {
 
-void waitFor(const coll::Work& work, std::chrono::milliseconds timeout, const char* what) {
-  TORCH_CHECK(work.wait(timeout), "coll allreduce (sparse): Timed out after ", timeout.count(),
-              " ms waiting for the all-gather of the ", what);
-}
-
-// `part` on every rank, laid end to end along a new first dimension.
-at::Tensor allGather(Communicator& comm, const at::Tensor& part, std::chrono::milliseconds timeout, const char* what) {
+// `part` on every rank, laid end to end along a new first dimension. The wait is the op's own
+// (it fails at the group's timeout, naming the op): a wait that gave up sooner would leave the
+// all-gather writing into tensors freed by the unwinding.
+at::Tensor allGather(Communicator& comm, const at::Tensor& part) {
   at::Tensor dense = part.contiguous();
   std::vector<int64_t> shape{comm.size()};
   shape.insert(shape.end(), dense.sizes().begin(), dense.sizes().end());
   at::Tensor all = at::empty(shape, dense.options());
   if (dense.numel() > 0)
-    waitFor(comm.allgather(dense.data_ptr(), all.data_ptr(), static_cast<size_t>(dense.numel()),
-                           collTypeOf(dense, "allreduce (sparse)")),
-            timeout, what);
+    comm.allgather(dense.data_ptr(), all.data_ptr(), static_cast<size_t>(dense.numel()),
+                   collTypeOf(dense, "allreduce (sparse)"))
+        .wait();
   return all;
 }
 
 }  // namespace
 
-at::Tensor sparseAllreduceSum(Communicator& comm, const at::Tensor& t, std::chrono::milliseconds timeout) {
+at::Tensor sparseAllreduceSum(Communicator& comm, const at::Tensor& t) {
+  TORCH_CHECK(t.layout() == at::kSparse, "coll allreduce: ", t.layout(), " tensors are not supported: pass ",
+              "t.to_sparse() (COO) or t.to_dense()");
+  const at::Tensor mine = t.coalesce();
+  collTypeOf(mine._values(), "allreduce (sparse)");  // refused here, before anything is sent
   try {
-    const at::Tensor mine = t.coalesce();
-    const at::Tensor counts = allGather(comm, at::full({1}, mine._nnz(), at::kLong), timeout, "counts of non-zeros");
+    const at::Tensor counts = allGather(comm, at::full({1}, mine._nnz(), at::kLong));
     const int64_t most = counts.max().item<int64_t>();
     // Padded to the largest count so that one all-gather of equal parts carries them.
     at::Tensor indices = at::zeros({mine.sparse_dim(), most}, at::kLong);
@@ -42,8 +42,8 @@ at::Tensor sparseAllreduceSum(Communicator& comm, const at::Tensor& t, std::chro
     at::Tensor values = at::zeros(value_shape, mine._values().options());
     indices.narrow(1, 0, mine._nnz()).copy_(mine._indices());
     values.narrow(0, 0, mine._nnz()).copy_(mine._values());
-    const at::Tensor all_indices = allGather(comm, indices, timeout, "indices");
-    const at::Tensor all_values = allGather(comm, values, timeout, "values");
+    const at::Tensor all_indices = allGather(comm, indices);
+    const at::Tensor all_values = allGather(comm, values);
     std::vector<at::Tensor> index_parts, value_parts;
     for (int r = 0; r < comm.size(); ++r) {
       const int64_t n = counts[r].item<int64_t>();

@@ -5,14 +5,13 @@
 
 #include <ATen/ATen.h>
 
-#include <chrono>
-
 #include "coll/communicator.h"
 
 namespace coll::torch_backend {
 
-// Runs on the calling thread (three all-gathers, each waited for within `timeout`) and
-// returns the sum; throws c10::Error naming the cause (a timeout says "Timed out").
-at::Tensor sparseAllreduceSum(Communicator& comm, const at::Tensor& t, std::chrono::milliseconds timeout);
+// Runs on the calling thread (three all-gathers, each waited for to its end: it fails at the
+// group's timeout) and returns the sum; throws c10::Error naming the cause. A tensor that is
+// not COO or whose dtype coll lacks is refused before anything is sent.
+at::Tensor sparseAllreduceSum(Communicator& comm, const at::Tensor& t);
 
 }  // namespace coll::torch_backend
