@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# torch's whole distributed test suite, gloo beside coll (posing as gloo), at each world size,
+# then the side-by-side table (table.py) and every test whose outcome differs. About 6 minutes
+# per backend per world size on 2 cores.
+#   tests/torch_suite/whole_suite.sh [BUILD_DIR] [OUT_DIR] [WORLD_SIZES...]   (default: build /tmp/coll-suite 2 3 4)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-$here/../../build} out=${2:-/tmp/coll-suite}
+shift $(($# < 2 ? $# : 2))
+sizes=("$@")
+[[ ${#sizes[@]} -gt 0 ]] || sizes=(2 3 4)
+mkdir -p "$out"
+for ws in "${sizes[@]}"; do
+  for b in gloo coll; do
+    extra=(); [[ $b == coll ]] && extra=(--alias)
+    PYTHONPATH="$build/python" OMP_NUM_THREADS=1 timeout 2400 /usr/bin/python3 "$here/run_suite.py" --backend $b "${extra[@]}" \
+      --world-size "$ws" --json "$out/$b-ws$ws.json" >"$out/$b-ws$ws.log" 2>&1
+    grep '^suite:' "$out/$b-ws$ws.log" || echo "$b at world size $ws: no summary (see $out/$b-ws$ws.log)"
+  done
+done
+/usr/bin/python3 "$here/table.py" "$out"/*.json
