@@ -18,7 +18,8 @@ GB of buffer in the timed loop, which decides the speed where the CPUs are the b
 
 busbw follows nccl-tests: algbw = size / time (size: the whole buffer, i.e. all-gather's
 output and reduce-scatter's input), busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for
-all-gather and reduce-scatter, x 1 for broadcast. Times are out-of-place, mean over ranks.
+all-gather and reduce-scatter, x 1 for broadcast. Times are out-of-place (broadcast in place),
+mean over ranks; --in-place (one host) measures every system in place instead.
 """
 import argparse
 import csv
@@ -90,6 +91,9 @@ def parse_args():
     p.add_argument("--collectives", default=",".join(COLLECTIVES))
     p.add_argument("--systems", default=",".join(SYSTEMS), help="a subset, for quick looks")
     p.add_argument("--sizes", help="comma-separated bytes (default 8,64K,1M,16M,64M)")
+    p.add_argument("--in-place", action="store_true",
+                   help="one host: every system in place (coll's in-place cells, MPI_IN_PLACE; gloo "
+                        "for all-reduce and broadcast only)")
     p.add_argument("--net-mpich", action="store_true", help="MPICH on netcluster too (UCX over TCP)")
     p.add_argument("--net-256m", action="store_true", help="add 256 MiB on netcluster (seconds per op)")
     p.add_argument("--budget", type=int, default=64 << 20,
@@ -109,6 +113,10 @@ def parse_args():
     if unknown:
         p.error(f"unknown collectives {sorted(unknown)}; known: {COLLECTIVES}")
     args.size_list = [parse_bytes(s) for s in args.sizes.split(",")] if args.sizes else None
+    if args.in_place:
+        if args.netcluster or args.all or args.cpu_bound:
+            p.error("--in-place is for one host (--local N)")
+        os.environ["MPI_PERF_INPLACE"] = "1"  # mpi_perf reads it; local mpirun passes it on
     if args.cpu_bound and not args.size_list:
         args.size_list = [16 << 20, 64 << 20, 256 << 20]
     return args

@@ -142,7 +142,8 @@ class Scenario:
             rc, text = self.launch_coll(args, timeout)
             # Broadcast in place: MPI_Bcast and gloo's broadcast have one buffer, and out of
             # place coll's root would also copy its input to its output.
-            got = json_rows(out_json, inplace=collective == "broadcast") if out_json.exists() else []
+            in_place = collective == "broadcast" or self.args.in_place
+            got = json_rows(out_json, inplace=in_place) if out_json.exists() else []
             outcome = finish(text, rc, got, f"coll {collective} {size} B")
             if outcome.error:
                 return Outcome(rows, outcome.error)
@@ -155,6 +156,8 @@ class Scenario:
         return finish(text, rc, table_rows(text), f"{system} {collective}")
 
     def run_gloo(self, collective, steps, timeout):
+        if self.args.in_place and collective in ("all_gather", "reduce_scatter"):
+            return Outcome([], "unsupported")  # torch_dist_perf.py has no in-place form of these
         args = ["/usr/bin/python3", str(ROOT / "bench/peers/torch_dist_perf.py"), "--op", collective,
                 "--plan", plan_text(steps), "-c", "1"]
         rc, text = self.launch_ranks(args, timeout, {})
@@ -188,8 +191,8 @@ class LocalScenario(Scenario):
 
     def __init__(self, args, ranks):
         super().__init__(args, ranks)
-        self.name = f"local{ranks}"
-        self.title = f"one host, {ranks} ranks"
+        self.name = f"local{ranks}" + ("_inplace" if args.in_place else "")
+        self.title = f"one host, {ranks} ranks" + (", in place" if args.in_place else "")
         self.sizes = args.size_list or LOCAL_SIZES
 
     def launch_coll(self, args, timeout):

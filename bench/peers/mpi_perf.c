@@ -10,7 +10,9 @@
  * 64 MiB without thousands of 64 MiB ops. CHECK=1 runs each op once more on fresh data and
  * counts wrong elements (the #wrong column, summed over ranks), as nccl-tests -c 1 does.
  * Beyond nccl-tests' columns: the median and 99th percentile of the per-op times (every
- * rank's, pooled) and the CPU-seconds (user + system) all ranks spent per GB of buffer. */
+ * rank's, pooled) and the CPU-seconds (user + system) all ranks spent per GB of buffer.
+ * MPI_PERF_INPLACE=1: in place (MPI_IN_PLACE): all-reduce and all-gather in the output buffer,
+ * reduce-scatter's result in the first chunk of its input, as nccl-tests' in-place columns. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -57,8 +59,27 @@ static long chunk_elements(enum Op op, long size, int n) {
   return total;
 }
 
+static int in_place = 0; /* MPI_PERF_INPLACE */
+
+static void run_once_in_place(enum Op op, float* in, float* out, int count) {
+  switch (op) {
+    case ALLREDUCE: MPI_Allreduce(MPI_IN_PLACE, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case BROADCAST: MPI_Bcast(out, count, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
+    case ALLGATHER:
+      MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, count, MPI_FLOAT, MPI_COMM_WORLD);
+      break;
+    case REDUCE_SCATTER:
+      MPI_Reduce_scatter_block(MPI_IN_PLACE, in, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      break;
+  }
+}
+
 static void run_once(enum Op op, float* in, float* out, long per_rank) {
   int count = (int)per_rank;
+  if (in_place) {
+    run_once_in_place(op, in, out, count);
+    return;
+  }
   switch (op) {
     case ALLREDUCE: MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
     case BROADCAST: MPI_Bcast(out, count, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
@@ -137,14 +158,21 @@ static float expected(enum Op op, int rank, int n, long per_rank, long i) {
   return 0;
 }
 
-/* One op on freshly written data; returns wrong elements summed over ranks. */
+/* One op on freshly written data; returns wrong elements summed over ranks. In place, the
+ * input is written where the op reads it (all-reduce: the output; all-gather: this rank's
+ * chunk of the output) and reduce-scatter's result is read from its input's first chunk. */
 static long check_op(enum Op op, float* in, float* out, long per_rank, int rank, int n) {
   long sends = send_count(op, per_rank, n), recvs = recv_count(op, per_rank, n);
   for (long i = 0; i < sends; ++i) in[i] = pattern(rank, i);
   for (long i = 0; i < recvs; ++i) out[i] = op == BROADCAST && rank == 0 ? pattern(0, i) : -1.0f;
+  if (in_place && op == ALLREDUCE)
+    for (long i = 0; i < recvs; ++i) out[i] = pattern(rank, i);
+  if (in_place && op == ALLGATHER)
+    for (long i = 0; i < per_rank; ++i) out[rank * per_rank + i] = pattern(rank, i);
   run_once(op, in, out, per_rank);
+  const float* result = in_place && op == REDUCE_SCATTER ? in : out;
   long wrong = 0, total = 0;
-  for (long i = 0; i < recvs; ++i) wrong += out[i] != expected(op, rank, n, per_rank, i);
+  for (long i = 0; i < recvs; ++i) wrong += result[i] != expected(op, rank, n, per_rank, i);
   MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   return total;
 }
@@ -177,6 +205,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   enum Op op = parse_op(argc > 1 ? argv[1] : "allreduce");
+  in_place = getenv("MPI_PERF_INPLACE") && atoi(getenv("MPI_PERF_INPLACE"));
   Step steps[64];
   int plan_form = argc > 3 && strcmp(argv[2], "--plan") == 0;
   int nsteps = plan_form ? parse_plan(argv[3], steps, 64) : geometric_plan(argv, argc, steps, 64);
@@ -191,8 +220,8 @@ int main(int argc, char** argv) {
   float* in = calloc((size_t)elements, 4);
   float* out = calloc((size_t)elements, 4);
   if (rank == 0)
-    printf("# MPI %s, %d ranks\n#       size    time(us)   algbw   busbw  #wrong     p50(us)     p99(us)  cpu(s)/GB\n",
-           argv[1], n);
+    printf("# MPI %s%s, %d ranks\n#       size    time(us)   algbw   busbw  #wrong     p50(us)     p99(us)  cpu(s)/GB\n",
+           argv[1], in_place ? " in place" : "", n);
   long failures = 0;
   for (int s = 0; s < nsteps; ++s) {
     long per_rank = chunk_elements(op, steps[s].size, n);

@@ -56,6 +56,7 @@ launch() {
   cat "$work/out.0"
 }
 
+field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}'; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 declare -A results
 for r in $(seq "$rounds"); do
@@ -63,8 +64,9 @@ for r in $(seq "$rounds"); do
     results[ar_$backend]+="$(launch "$here/bench/peers/torch_dist_perf.py" --backend $backend -b "$size" -e "$size" \
       -n 5 -w 2 | awk '$1 ~ /^[0-9]+$/ {print $4}') "
     if [[ $ddp == 1 ]]; then
-      results[ddp_$backend]+="$(launch "$here/bench/torch_ddp_step.py" --backend $backend --steps "$steps" --warmup 2 --batch "$batch" |
-        awk '{for (i = 1; i < NF; i++) if ($i == "step_ms") print $(i + 1)}') "
+      line=$(launch "$here/bench/torch_ddp_step.py" --backend $backend --steps "$steps" --warmup 2 --batch "$batch")
+      results[ddp_$backend]+="$(field step_ms <<<"$line") "
+      results[fwd_$backend]+="$(field forward_ms <<<"$line") "
     fi
   done
   echo "round $r done" >&2
@@ -81,5 +83,7 @@ printf '%-40s %10s %10s %8s\n' "all_reduce $size float32 busbw (GB/s)" "$c" "$g"
 if [[ $ddp == 1 ]]; then
   c=$(med ddp_coll) g=$(med ddp_gloo)
   printf '%-40s %10s %10s %8s\n' "DDP step, 29M-param MLP, batch $batch (ms)" "$c" "$g" "$(ratio "$c" "$g")"
+  c=$(med fwd_coll) g=$(med fwd_gloo)
+  printf '%-40s %10s %10s %8s\n' "  of it the forward pass (ms)" "$c" "$g" "$(ratio "$c" "$g")"
 fi
 for k in "${!results[@]}"; do echo "# $k, each round: ${results[$k]}"; done | sort
