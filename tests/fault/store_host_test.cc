@@ -135,7 +135,7 @@ TEST(StoreHost, KilledAfterStartUpSurvivorsReportItPromptly) {
 
 // Shrinking needs the rendezvous store: without its host the survivors cannot rendezvous, and
 // shrink fails with Timeout within COLL_TIMEOUT (plus slack), naming the store, never hangs.
-TEST(StoreHost, ShrinkWithoutTheStoreHostTimesOut) {
+TEST(StoreHost, ShrinkWithoutTheStoreHostFailsNamingTheStore) {
   KillRun run = killStoreHost([](Communicator& comm, Rank& self) {
     auto start = std::chrono::steady_clock::now();
     try {
