@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "base/log.h"
+#include "topology/json.h"
 
 namespace coll {
 namespace {
@@ -30,14 +31,8 @@ int nextNumber() {
   return traced.fetch_add(1);
 }
 
-std::string jsonEscaped(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out;
-}
+// A JSON string literal, quotes included.
+std::string quoted(const std::string& s) { return topology::Json(s).dump(); }
 
 }  // namespace
 
@@ -71,8 +66,8 @@ Status OpTrace::write() const {
   // One process per rank; thread 1 runs ops, thread 2 shows how long each waited in the queue.
   std::fprintf(f.get(),
                "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"rank\": %d, \"size\": %d, \"pid\": %d, "
-               "\"communicator\": \"%s\", \"number\": %d, \"dropped\": %llu},\n\"traceEvents\": [\n",
-               rank_, size_, static_cast<int>(::getpid()), jsonEscaped(name_).c_str(), number_,
+               "\"communicator\": %s, \"number\": %d, \"dropped\": %llu},\n\"traceEvents\": [\n",
+               rank_, size_, static_cast<int>(::getpid()), quoted(name_).c_str(), number_,
                static_cast<unsigned long long>(dropped_));
   std::fprintf(f.get(), "{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": {\"name\": \"rank %d\"}},\n"
                "{\"ph\": \"M\", \"pid\": %d, \"tid\": 1, \"name\": \"thread_name\", \"args\": {\"name\": \"run\"}},\n"
@@ -80,18 +75,18 @@ Status OpTrace::write() const {
                rank_, rank_, rank_, rank_);
   for (const Event& e : events_) {
     const double issued = wallMicros(e.issued), started = wallMicros(e.started), finished = wallMicros(e.finished);
-    const std::string label = e.algorithm.empty() ? e.name : e.name + " (" + e.algorithm + ")";
+    const std::string name = e.name, algorithm = quoted(e.algorithm);
+    const std::string label = (e.algorithm.empty() ? name : name + " (" + e.algorithm + ")") + " " + formatBytes(e.bytes);
     std::fprintf(f.get(),
-                 ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": 1, \"name\": \"%s %s\", \"ts\": %.3f, \"dur\": %.3f, "
-                 "\"args\": {\"op\": \"%s\", \"algorithm\": \"%s\", \"sequence\": %llu, \"bytes\": %llu, "
+                 ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": 1, \"name\": %s, \"ts\": %.3f, \"dur\": %.3f, "
+                 "\"args\": {\"op\": %s, \"algorithm\": %s, \"sequence\": %llu, \"bytes\": %llu, "
                  "\"queued_us\": %.3f, \"ok\": %s}}",
-                 rank_, jsonEscaped(label).c_str(), formatBytes(e.bytes).c_str(), started, finished - started,
-                 jsonEscaped(e.name).c_str(), jsonEscaped(e.algorithm).c_str(),
+                 rank_, quoted(label).c_str(), started, finished - started, quoted(name).c_str(), algorithm.c_str(),
                  static_cast<unsigned long long>(e.sequence), static_cast<unsigned long long>(e.bytes),
                  started - issued, e.ok ? "true" : "false");
     if (started > issued)
-      std::fprintf(f.get(), ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": 2, \"name\": \"%s queued\", \"ts\": %.3f, \"dur\": %.3f}",
-                   rank_, jsonEscaped(e.name).c_str(), issued, started - issued);
+      std::fprintf(f.get(), ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": 2, \"name\": %s, \"ts\": %.3f, \"dur\": %.3f}",
+                   rank_, quoted(name + " queued").c_str(), issued, started - issued);
   }
   std::fprintf(f.get(), "\n]}\n");
   // A full disk shows at the flush or the close: a truncated file must not be called written.

@@ -22,7 +22,7 @@ class OpTrace {
   using Clock = std::chrono::steady_clock;
 
   struct Event {
-    std::string name;       // "allreduce"
+    const char* name = "";  // "allreduce": toString(OpKind), static
     std::string algorithm;  // the schedule's, empty where none ran
     uint64_t sequence = 0;
     uint64_t bytes = 0;

@@ -153,7 +153,7 @@ void CommunicatorImpl::runOp(OpRequest& op, const std::optional<Error>& failed) 
   link_->beat();
   std::string algorithm;
   bool refused = false;
-  const auto started = Clock::now();
+  const auto started = trace_ ? Clock::now() : Clock::time_point{};  // no clock read untraced
   Status st = execute(op, &algorithm, &refused);
   if (trace_)
     trace_->record({toString(op.kind), algorithm, op.work->sequence, op.bytes(), op.enqueued, started, Clock::now(),

@@ -2,7 +2,6 @@
 
 #include <c10/util/Exception.h>
 
-#include <algorithm>
 #include <vector>
 
 #include "tensors.h"
