@@ -8,9 +8,8 @@
 // on the CPUs people have. f16 and bf16 instead have hand-written AVX2 loops behind a
 // runtime CPU check, with portable code as the fallback and as the definition of the result.
 //
-// Loops are written in 256-byte blocks with a constant trip count plus a scalar tail. That
-// is what lets GCC vectorise them at -O2 too, whose "very cheap" cost model refuses loops
-// that would need a scalar epilogue.
+// Loops are written in kBlockBytes blocks (kernels.h says why). divideBy, an average's last
+// step, is in divide.cc; the f16/bf16 AVX2 codecs both use are in kernels.h.
 //
 // Special values, one rule for every algorithm, transport and chunking (docs/ARCHITECTURE.md,
 // "Special values"): for the float types, a result computed from a NaN is the canonical quiet
@@ -29,23 +28,11 @@
 #include <type_traits>
 
 #include "reduce/half.h"
-#include "reduce/target_clones.h"
+#include "reduce/kernels.h"
 
-#ifdef COLL_X86
-#include <cpuid.h>
-#include <immintrin.h>
-#endif
-
-#if defined(__GNUC__)
-#define COLL_INLINE inline __attribute__((always_inline))
-#else
-#define COLL_INLINE inline
-#endif
 
 namespace coll::reduce {
 namespace {
-
-constexpr size_t kBlockBytes = 256;
 
 // The type the arithmetic happens in: T itself for floats; for integers an unsigned type of
 // at least int's width, so that neither T's signedness nor the promotion of narrow types
@@ -309,79 +296,6 @@ COLL_INLINE void runVia(const Call& c) {
 }
 
 #ifdef COLL_HAVE_X86_PATHS
-// Every CPU with AVX2 also has F16C (Haswell, Zen), so one check covers both codecs.
-#define COLL_AVX2 __attribute__((target("avx2,f16c")))
-
-// F16C is read from CPUID itself: clang's __builtin_cpu_supports does not know it. The
-// "avx2" check includes the OS's consent to use the YMM registers, which F16C needs too.
-bool cpuHasAvx2() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
-    return __builtin_cpu_supports("avx2") && f16c;
-  }();
-  return has;
-}
-
-// Hand-written because GCC's own vectorisation of floatToBf16 spends half its instructions
-// reordering lanes. A codec moves 16 elements between memory and two vectors of 8 floats;
-// which element goes to which lane is its own business, since the ops are elementwise.
-
-// VCVTPH2PS/VCVTPS2PH with an explicit round-to-nearest-even immediate, so MXCSR's rounding
-// mode cannot change the result. Matches halfToFloat/floatToHalf (unit-tested), NaNs too.
-struct F16cCodec {
-  static COLL_AVX2 COLL_INLINE void load(const uint16_t* p, __m256& lo, __m256& hi) {
-    lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
-  }
-  static COLL_AVX2 COLL_INLINE void store(uint16_t* p, __m256 lo, __m256 hi) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(lo, _MM_FROUND_TO_NEAREST_INT));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8),
-                     _mm256_cvtps_ph(hi, _MM_FROUND_TO_NEAREST_INT));
-  }
-  static COLL_AVX2 COLL_INLINE float toFloat(uint16_t h) { return _cvtsh_ss(h); }
-  static COLL_AVX2 COLL_INLINE uint16_t fromFloat(float f) {
-    return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
-  }
-};
-
-// floatToBf16's rounding on 8 lanes, leaving each result in the high 16 bits of its lane.
-COLL_AVX2 COLL_INLINE __m256i roundToBf16High(__m256 f) {
-  __m256i bits = _mm256_castps_si256(f);
-  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
-  return _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
-}
-
-// floatToBf16's NaN case: the rounding above could carry a NaN into infinity (or the sign).
-COLL_AVX2 COLL_INLINE __m256i quietNans(__m256 f, __m256i rounded) {
-  __m256i quiet = _mm256_or_si256(_mm256_castps_si256(f), _mm256_set1_epi32(0x00400000));
-  return _mm256_blendv_epi8(rounded, quiet, _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
-}
-
-// A bf16 is the top half of an f32, so the even elements widen by a shift and the odd ones
-// by masking off their neighbour; narrowing puts each back in its half. NaNs are rare in
-// real data, so one test per 16 elements skips their fix-up.
-struct Bf16Codec {
-  static COLL_AVX2 COLL_INLINE void load(const uint16_t* p, __m256& even, __m256& odd) {
-    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-    odd = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(int32_t(0xffff0000u))));
-  }
-  static COLL_AVX2 COLL_INLINE void store(uint16_t* p, __m256 even, __m256 odd) {
-    __m256i roundedEven = roundToBf16High(even);
-    __m256i roundedOdd = roundToBf16High(odd);
-    if (_mm256_movemask_ps(_mm256_cmp_ps(even, odd, _CMP_UNORD_Q)) != 0) [[unlikely]] {
-      roundedEven = quietNans(even, roundedEven);
-      roundedOdd = quietNans(odd, roundedOdd);
-    }
-    __m256i packed = _mm256_blend_epi16(_mm256_srli_epi32(roundedEven, 16), roundedOdd, 0xaa);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), packed);
-  }
-  static COLL_INLINE float toFloat(uint16_t h) { return bf16ToFloat(h); }
-  static COLL_INLINE uint16_t fromFloat(float f) { return floatToBf16(f); }
-};
-
 // Op on 8 lanes, with exactly the scalar semantics (Sum, Prod, Min, Max above). MINPS(x, y) is
 // (x < y ? x : y) and MAXPS(x, y) is (x > y ? x : y), so passing (b, a) gives the ordinary case.
 template <class Op>
@@ -453,19 +367,6 @@ COLL_AVX2 void runLanes(const Call& c) {
   }
 }
 
-template <class Codec>
-COLL_AVX2 void divideLanes(void* data, size_t count, int divisor) {
-  auto* buf = static_cast<uint16_t*>(data);
-  auto d = static_cast<float>(divisor);
-  __m256 dv = _mm256_set1_ps(d);
-  size_t vectorEnd = count - count % 16;
-  for (size_t i = 0; i < vectorEnd; i += 16) {
-    __m256 lo, hi;
-    Codec::load(buf + i, lo, hi);
-    Codec::store(buf + i, _mm256_div_ps(lo, dv), _mm256_div_ps(hi, dv));
-  }
-  for (size_t i = vectorEnd; i < count; ++i) buf[i] = Codec::fromFloat(Codec::toFloat(buf[i]) / d);
-}
 #endif
 
 // --- Per-type entries: the only functions that are multiversioned. ---
@@ -491,76 +392,6 @@ void runF16(const Call& c) {
   if (cpuHasAvx2()) return runLanes<F16cCodec>(c);
 #endif
   runVia<ViaPortableHalf>(c);
-}
-
-// --- divideBy ---
-
-// buf[i] = f(buf[i]), in constant-length blocks for the vectoriser like runShape.
-template <class T, class F, class Count>
-COLL_INLINE void mapRange(T* buf, Count n, F f) {
-  for (size_t i = 0; i < n; ++i) buf[i] = f(buf[i]);
-}
-
-template <class T, class F>
-COLL_INLINE void mapAll(void* data, size_t count, F f) {
-  constexpr size_t kStep = kBlockBytes / sizeof(T);
-  constexpr std::integral_constant<size_t, kStep> kFull;
-  auto* buf = static_cast<T*>(data);
-  size_t tail = count % kStep;
-  size_t end = count - tail;
-  for (size_t i = 0; i < end; i += kStep) mapRange(buf + i, kFull, f);
-  mapRange(buf + end, tail, f);
-}
-
-// A true division, not a multiply by the reciprocal: that would differ in the last bit.
-template <class T>
-struct DivideFloating {
-  T divisor;
-  COLL_INLINE T operator()(T x) const { return x / divisor; }
-};
-
-struct DivideBf16 {
-  float divisor;
-  COLL_INLINE uint16_t operator()(uint16_t x) const {
-    return floatToBf16(bf16ToFloat(x) / divisor);
-  }
-};
-
-struct DividePortableHalf {
-  float divisor;
-  uint16_t operator()(uint16_t x) const { return floatToHalf(halfToFloat(x) / divisor); }
-};
-
-// x86 has no vector integer division, so these stay scalar. With a positive divisor the
-// quotient always fits T; computing in T's promotion with int keeps divisors larger than
-// T's range (say 300 for u8) exact, and C++ division truncates toward zero.
-template <class T>
-void divideInteger(void* data, size_t count, int divisor) {
-  using C = std::common_type_t<T, int>;
-  auto* buf = static_cast<T*>(data);
-  auto d = static_cast<C>(divisor);
-  for (size_t i = 0; i < count; ++i) buf[i] = static_cast<T>(static_cast<C>(buf[i]) / d);
-}
-
-COLL_CLONES void divideF32(void* buf, size_t n, int d) {
-  mapAll<float>(buf, n, DivideFloating<float>{static_cast<float>(d)});
-}
-COLL_CLONES void divideF64(void* buf, size_t n, int d) {
-  mapAll<double>(buf, n, DivideFloating<double>{static_cast<double>(d)});
-}
-
-void divideBf16(void* buf, size_t n, int d) {
-#ifdef COLL_HAVE_X86_PATHS
-  if (cpuHasAvx2()) return divideLanes<Bf16Codec>(buf, n, d);
-#endif
-  mapAll<uint16_t>(buf, n, DivideBf16{static_cast<float>(d)});
-}
-
-void divideF16(void* buf, size_t n, int d) {
-#ifdef COLL_HAVE_X86_PATHS
-  if (cpuHasAvx2()) return divideLanes<F16cCodec>(buf, n, d);
-#endif
-  mapAll<uint16_t>(buf, n, DividePortableHalf{static_cast<float>(d)});
 }
 
 void run(const Call& c, DataType type) {
@@ -601,26 +432,6 @@ void reduce(void* out, const void* a, const void* b, size_t count, DataType type
     shape = Shape::kIntoB;
   }
   run(Call{out, a, b, count, op, shape}, type);
-}
-
-// divisor must be positive: it is the number of contributions averaged. Release builds
-// leave the buffer untouched otherwise, rather than trap on an integer division by zero.
-void divideBy(void* buf, size_t count, DataType type, int divisor) {
-  assert(divisor > 0 && "divideBy: divisor must be positive");
-  if (count == 0 || divisor <= 0 || divisor == 1) return;
-  switch (type) {
-    case DataType::f32: return divideF32(buf, count, divisor);
-    case DataType::f64: return divideF64(buf, count, divisor);
-    case DataType::f16: return divideF16(buf, count, divisor);
-    case DataType::bf16: return divideBf16(buf, count, divisor);
-    case DataType::i8: return divideInteger<int8_t>(buf, count, divisor);
-    case DataType::u8: return divideInteger<uint8_t>(buf, count, divisor);
-    case DataType::i32: return divideInteger<int32_t>(buf, count, divisor);
-    case DataType::u32: return divideInteger<uint32_t>(buf, count, divisor);
-    case DataType::i64: return divideInteger<int64_t>(buf, count, divisor);
-    case DataType::u64: return divideInteger<uint64_t>(buf, count, divisor);
-  }
-  assert(false && "divideBy: invalid DataType");
 }
 
 }  // namespace coll::reduce
