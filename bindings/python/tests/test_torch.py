@@ -5,7 +5,6 @@ gloo, and a torchrun launch. Skipped when torch or coll.torch is missing.
 """
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 
@@ -15,35 +14,16 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("coll.torch", reason="coll built without the torch backend (libtorch-dev missing)")
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import torch_launch  # noqa: E402
+from torch_launch import free_port  # noqa: E402
+
 SCRIPT = HERE / "torch_ranks.py"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_ranks(n, *args, timeout=240):
-    """n processes with torchrun's variables (env:// rendezvous); all must exit 0."""
-    port = free_port()
-    procs = []
-    for r in range(n):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, str(SCRIPT), *args], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
-    outputs = []
-    try:
-        for p in procs:
-            outputs.append(p.communicate(timeout=timeout)[0])
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    text = "\n".join(outputs)
-    assert all(p.returncode == 0 for p in procs), f"{[p.returncode for p in procs]}:\n{text}"
-    return text
+    """n processes of torch_ranks.py with torchrun's variables; all must exit 0."""
+    return torch_launch.run_ranks(SCRIPT, n, args, timeout=timeout)
 
 
 @pytest.mark.parametrize("n", [2, 3])

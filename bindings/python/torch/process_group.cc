@@ -36,7 +36,7 @@ std::string agreeOnSecret(KeyValueStore& store, int rank, std::chrono::milliseco
 
 ProcessGroupColl::ProcessGroupColl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                    std::chrono::milliseconds timeout, std::string profiling_name)
-    : c10d::ProcessGroup(rank, size),
+    : BackendBase(rank, size),
       timeout_(timeout),
       profiling_name_(std::move(profiling_name)),
       monitored_bytes_(static_cast<size_t>(size) + 1, 1) {
@@ -66,49 +66,92 @@ ProcessGroupColl::~ProcessGroupColl() {
   comm_.reset();
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupColl::submit(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                                        std::vector<at::Tensor> keep, std::function<void()> finish_ok,
-                                                        const Issue& issue, bool point_to_point,
-                                                        std::vector<at::Tensor> inputs) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::submit(c10d::OpType type, const Placement& where,
+                                                        std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
+                                                        std::function<void()> finish_ok, const Issue& issue,
+                                                        bool point_to_point, std::vector<at::Tensor> inputs) {
   std::vector<coll::Work> ops;
   {
     std::lock_guard<std::mutex> lock(issue_mu_);
+    TORCH_CHECK(!coalescing_ || point_to_point, "coll: only send and recv may be issued between startCoalescing ",
+                "and endCoalescing (as with nccl)");
     try {
       ops = issue(*comm_);
       if (!point_to_point) ++sequence_;
     } catch (const coll::Error& e) {
       TORCH_CHECK(false, "coll ", toString(e.code()), ": ", e.what());
     }
+    if (coalescing_) {
+      coalesced_.insert(coalesced_.end(), ops.begin(), ops.end());
+      if (where.onGpu()) coalesced_where_ = where;
+    }
   }
-  auto work = c10::make_intrusive<CollWork>(rank_, type, std::move(outputs), std::move(keep), std::move(finish_ok),
-                                            profilingTitle(profiling_name_, type), std::move(inputs));
+  auto work = c10::make_intrusive<CollWork>(rank_, type, std::move(outputs), std::move(keep),
+                                            onOpStream(where, std::move(finish_ok)),
+                                            profilingTitle(profiling_name_, type), std::move(inputs),
+                                            where.futureDevices());
   completer_->add(std::move(ops), work, point_to_point);
   return work;
 }
 
+#if TORCH_VERSION_MAJOR >= 2
+void ProcessGroupColl::startCoalescing() {
+  std::lock_guard<std::mutex> lock(issue_mu_);
+  TORCH_CHECK(!coalescing_, "coll startCoalescing: already coalescing (endCoalescing was not called)");
+  comm_->groupStart();
+  coalescing_ = true;
+  coalesced_.clear();
+  coalesced_where_ = Placement{};
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupColl::endCoalescing() {
+  std::vector<coll::Work> ops;
+  Placement where;
+  {
+    std::lock_guard<std::mutex> lock(issue_mu_);
+    TORCH_CHECK(coalescing_, "coll endCoalescing: startCoalescing was not called");
+    coalescing_ = false;
+    ops.swap(coalesced_);
+    where = coalesced_where_;
+    try {
+      comm_->groupEnd();
+    } catch (const coll::Error& e) {
+      TORCH_CHECK(false, "coll ", toString(e.code()), ": ", e.what());
+    }
+  }
+  auto work = c10::make_intrusive<CollWork>(rank_, c10d::OpType::COALESCED, std::vector<at::Tensor>{},
+                                            std::vector<at::Tensor>{}, nullptr, nullptr,
+                                            std::vector<at::Tensor>{}, where.futureDevices());
+  completer_->add(std::move(ops), work, true);
+  return work;
+}
+#endif
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::broadcast(std::vector<at::Tensor>& tensors,
                                                            const c10d::BroadcastOptions& opts) {
   const at::Tensor& t = single(tensors, "broadcast");
+  const Placement where = placementOf({t}, "broadcast");
   DataType type = collTypeOf(t, "broadcast");
   checkRank(opts.rootRank, size_, "broadcast", "root");
   Dense d = dense(t);
   const int root = static_cast<int>(opts.rootRank);
-  return submit(c10d::OpType::BROADCAST, {t}, {d.tensor}, d.copy_back, [&](Communicator& c) {
+  return submit(c10d::OpType::BROADCAST, where, {t}, {d.tensor}, d.copy_back, [&](Communicator& c) {
     void* p = d.tensor.data_ptr();
-    return std::vector<coll::Work>{c.broadcast(p, p, d.tensor.numel(), type, root)};
+    return std::vector<coll::Work>{c.broadcast(p, p, d.tensor.numel(), type, root, where.raw)};
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allreduce(std::vector<at::Tensor>& tensors,
                                                            const c10d::AllreduceOptions& opts) {
   const at::Tensor& t = single(tensors, "allreduce");
+  const Placement where = placementOf({t}, "allreduce");
   if (t.layout() != at::kStrided) return sparseAllreduce(t, opts);
   DataType type = collTypeOf(t, "allreduce");
   ReduceOp op = collOpOf(opts.reduceOp, t, "allreduce");
   Dense d = dense(t);
-  return submit(c10d::OpType::ALLREDUCE, {t}, {d.tensor}, d.copy_back, [&](Communicator& c) {
+  return submit(c10d::OpType::ALLREDUCE, where, {t}, {d.tensor}, d.copy_back, [&](Communicator& c) {
     void* p = d.tensor.data_ptr();
-    return std::vector<coll::Work>{c.allreduce(p, p, d.tensor.numel(), type, op)};
+    return std::vector<coll::Work>{c.allreduce(p, p, d.tensor.numel(), type, op, where.raw)};
   });
 }
 
@@ -118,9 +161,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allreduce(std::vector<at::Tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::sparseAllreduce(const at::Tensor& t, const c10d::AllreduceOptions& opts) {
   TORCH_CHECK(opts.reduceOp == c10d::ReduceOp::SUM, "coll allreduce: sparse tensors reduce with SUM only (as gloo); ",
               "for another ReduceOp all-reduce t.to_dense()");
+  TORCH_CHECK(t.device().is_cpu(), "coll allreduce: sparse tensors are all-reduced on the CPU only; pass ",
+              "t.cpu() or t.to_dense()");
   auto sum = std::make_shared<at::Tensor>();
   at::Tensor target = t;
-  return submit(c10d::OpType::ALLREDUCE, {t}, {}, [target, sum]() mutable { target.copy_(*sum); },
+  return submit(c10d::OpType::ALLREDUCE, Placement{}, {t}, {}, [target, sum]() mutable { target.copy_(*sum); },
                 [&](Communicator& c) {
                   *sum = sparseAllreduceSum(c, t);
                   return std::vector<coll::Work>{};
@@ -130,48 +175,56 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::sparseAllreduce(const at::Tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                      const c10d::AllreduceCoalescedOptions& opts) {
   TORCH_CHECK(!tensors.empty(), "coll allreduce_coalesced: empty tensor list");
+  const Placement where = placementOf(tensors, "allreduce_coalesced");
   // One all-reduce over the tensors laid end to end: one op, one latency. Shapes may differ
   // (as gloo allows); the dtype may not.
   at::Tensor flat = flatten(tensors, "allreduce_coalesced", false);
   DataType type = collTypeOf(flat, "allreduce_coalesced");
   ReduceOp op = collOpOf(opts.reduceOp, flat, "allreduce_coalesced");
   auto parts = tensors;
-  return submit(c10d::OpType::ALLREDUCE_COALESCED, tensors, {flat}, [flat, parts] { unflatten(flat, parts); },
+  return submit(c10d::OpType::ALLREDUCE_COALESCED, where, tensors, {flat}, [flat, parts] { unflatten(flat, parts); },
                 [&](Communicator& c) {
                   void* p = flat.data_ptr();
-                  return std::vector<coll::Work>{c.allreduce(p, p, flat.numel(), type, op)};
+                  return std::vector<coll::Work>{c.allreduce(p, p, flat.numel(), type, op, where.raw)};
                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::reduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::ReduceOptions& opts) {
   const at::Tensor& t = single(tensors, "reduce");
+  const Placement where = placementOf({t}, "reduce");
   DataType type = collTypeOf(t, "reduce");
   ReduceOp op = collOpOf(opts.reduceOp, t, "reduce");
   checkRank(opts.rootRank, size_, "reduce", "root");
   Dense d = dense(t);
   const int root = static_cast<int>(opts.rootRank);
-  return submit(c10d::OpType::REDUCE, {t}, {d.tensor}, d.copy_back, [&](Communicator& c) {
+  return submit(c10d::OpType::REDUCE, where, {t}, {d.tensor}, d.copy_back, [&](Communicator& c) {
     void* p = d.tensor.data_ptr();
-    return std::vector<coll::Work>{c.reduce(p, rank_ == root ? p : nullptr, d.tensor.numel(), type, op, root)};
+    return std::vector<coll::Work>{
+        c.reduce(p, rank_ == root ? p : nullptr, d.tensor.numel(), type, op, root, where.raw)};
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::barrier(const c10d::BarrierOptions&) {
-  return submit(c10d::OpType::BARRIER, {}, {}, nullptr,
+  return submit(c10d::OpType::BARRIER, Placement{}, {}, {}, nullptr,
                 [](Communicator& c) { return std::vector<coll::Work>{c.barrier()}; });
 }
 
 // Matched by (peer, tag) as gloo matches them; they progress on their own (a posted receive
-// never holds back a later send) and complete as their partners arrive.
+// never holds back a later send) and complete as their partners arrive. CUDA tensors are
+// staged through pinned host memory (the core stages device point-to-point the same way), so
+// they follow the same rules: tags, receive from any source, no group needed. A send copies
+// its tensor when issued, after the work queued before it on torch's current stream; a
+// receive writes its tensor on that stream when it completes.
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   const at::Tensor& t = single(tensors, "send");
+  const Placement where = placementOf({t}, "send");
   DataType type = collTypeOf(t, "send");
   checkRank(dst, size_, "send", "destination");
   TORCH_CHECK(tag >= 0, "coll send: tag ", tag, " is negative; tags are from 0 up");
-  at::Tensor d = t.contiguous();
+  at::Tensor d = where.onGpu() ? pinnedCopyOf(t) : t.contiguous();
   return submit(
-      c10d::OpType::SEND, {t}, {d}, nullptr,
+      c10d::OpType::SEND, where, {t}, {d}, nullptr,
       [&](Communicator& c) { return std::vector<coll::Work>{c.send(d.data_ptr(), d.numel(), type, dst, tag)}; }, true);
 }
 
@@ -186,13 +239,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::recvAnysource(std::vector<at::T
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::receive(std::vector<at::Tensor>& tensors, int src, int tag) {
   const at::Tensor& t = single(tensors, "recv");
+  const Placement where = placementOf({t}, "recv");
   DataType type = collTypeOf(t, "recv");
   TORCH_CHECK(tag >= 0, "coll recv: tag ", tag, " is negative; tags are from 0 up");
-  Dense d = dense(t);
+  at::Tensor buffer;
+  std::function<void()> copy_back;
+  if (where.onGpu()) {
+    buffer = pinnedLike(t);
+    copy_back = [t, buffer]() mutable { t.copy_(buffer.view(t.sizes())); };
+  } else {
+    Dense d = dense(t);
+    buffer = d.tensor;
+    copy_back = d.copy_back;
+  }
   return submit(
-      src == kAnySource ? c10d::OpType::RECVANYSOURCE : c10d::OpType::RECV, {t}, {d.tensor}, d.copy_back,
+      src == kAnySource ? c10d::OpType::RECVANYSOURCE : c10d::OpType::RECV, where, {t}, {buffer}, copy_back,
       [&](Communicator& c) {
-        return std::vector<coll::Work>{c.recv(d.tensor.data_ptr(), d.tensor.numel(), type, src, tag)};
+        return std::vector<coll::Work>{c.recv(buffer.data_ptr(), buffer.numel(), type, src, tag)};
       },
       true);
 }

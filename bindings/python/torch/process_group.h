@@ -1,10 +1,17 @@
-// ProcessGroupColl: torch.distributed's backend "coll" (torch 1.13: a c10d::ProcessGroup
-// subclass). Each method checks its tensors, issues coll ops (which run on coll's progress
-// thread) and returns at once with a CollWork that the Completer finishes.
+// ProcessGroupColl: torch.distributed's backend "coll" (a c10d::ProcessGroup subclass under
+// torch 1.x, a c10d::Backend under torch 2.x, which wraps backends in its own ProcessGroup).
+// Each method checks its tensors, issues coll ops (which run on coll's progress thread) and
+// returns at once with a CollWork that the Completer finishes. CUDA tensors go through coll's
+// device-buffer path on torch's current stream (placement.h).
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 
 #include <functional>
 #include <memory>
@@ -12,11 +19,18 @@
 #include <mutex>
 
 #include "coll/communicator.h"
+#include "placement.h"
 #include "work.h"
 
 namespace coll::torch_backend {
 
-class ProcessGroupColl : public c10d::ProcessGroup {
+#if TORCH_VERSION_MAJOR >= 2
+using BackendBase = c10d::Backend;
+#else
+using BackendBase = c10d::ProcessGroup;
+#endif
+
+class ProcessGroupColl : public BackendBase {
  public:
   // Bootstraps coll's connections through `store` (torch's prefix store for this group); every
   // op's deadline is `timeout`.
@@ -70,12 +84,22 @@ class ProcessGroupColl : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                                           const c10d::AllToAllOptions& opts) override;
 
+#if TORCH_VERSION_MAJOR >= 2
+  // torch 2.x's batch_isend_irecv over CUDA tensors brackets its sends and receives with these
+  // (as for nccl): a coll group, so that a rank's device sends and receives progress together.
+  // The Work returned completes when every op issued in between has.
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+#endif
+
  private:
   using Issue = std::function<std::vector<coll::Work>(Communicator&)>;
   // Issues the ops (serialised: torch may call from the autograd thread and the main thread,
   // coll takes one issuing thread at a time) and hands them to the Completer. coll's own
   // refusals (coll::Error) become RuntimeErrors before anything is sent.
-  c10::intrusive_ptr<c10d::Work> submit(c10d::OpType type, std::vector<at::Tensor> outputs,
+  // `where` is the op's placementOf: a GPU op's Future declares its device and its finish_ok
+  // runs on its stream.
+  c10::intrusive_ptr<c10d::Work> submit(c10d::OpType type, const Placement& where, std::vector<at::Tensor> outputs,
                                         std::vector<at::Tensor> keep, std::function<void()> finish_ok,
                                         const Issue& issue, bool point_to_point = false,
                                         std::vector<at::Tensor> inputs = {});
@@ -84,9 +108,13 @@ class ProcessGroupColl : public c10d::ProcessGroup {
   // Per-peer point-to-point exchange as one coll group: chunk p of `send` to rank p, chunk p
   // of `recv` from rank p (uneven all-to-all).
   std::vector<coll::Work> exchange(Communicator& comm, const std::vector<at::Tensor>& send,
-                                   const std::vector<at::Tensor>& recv);
+                                   const std::vector<at::Tensor>& recv, const Placement& where);
 
   std::mutex issue_mu_;
+  // Between startCoalescing and endCoalescing: the coll ops issued, and their device.
+  bool coalescing_ = false;
+  std::vector<coll::Work> coalesced_;
+  Placement coalesced_where_;
   int monitored_barriers_ = 0;
   std::atomic<uint64_t> sequence_{0};
   std::chrono::milliseconds timeout_;

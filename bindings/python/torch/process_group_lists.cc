@@ -3,6 +3,7 @@
 // copied back once the op succeeded.
 #include <c10/util/Exception.h>
 
+#include "placement.h"
 #include "process_group.h"
 #include "tensors.h"
 
@@ -38,23 +39,27 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allgather(std::vector<std::vect
   const at::Tensor in = single(inputs, "allgather").contiguous();
   DataType type = collTypeOf(in, "allgather");
   const auto& parts = perRank(outputs, size_, "allgather", "the outputs");
+  std::vector<at::Tensor> all = parts;
+  all.push_back(in);
+  const Placement where = placementOf(all, "allgather");
   for (const auto& p : parts) checkSameShape(in, p, "allgather", "an output tensor");
   at::Tensor flat = at::empty({in.numel() * size_}, in.options());
   return submit(
-      c10d::OpType::ALLGATHER, parts, {in, flat}, [flat, parts] { unflatten(flat, parts); },
+      c10d::OpType::ALLGATHER, where, parts, {in, flat}, [flat, parts] { unflatten(flat, parts); },
       [&](Communicator& c) {
-        return std::vector<coll::Work>{c.allgather(in.data_ptr(), flat.data_ptr(), in.numel(), type)};
+        return std::vector<coll::Work>{c.allgather(in.data_ptr(), flat.data_ptr(), in.numel(), type, where.raw)};
       },
       false, {in});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                  const c10d::AllgatherOptions&) {
+  const Placement where = placementOf({input, output}, "_allgather_base");
   const at::Tensor in = input.contiguous();
   DataType type = collTypeOf(in, "_allgather_base");
   checkWhole(output, in, size_, "_allgather_base", "the output");
-  return submit(c10d::OpType::_ALLGATHER_BASE, {output}, {in}, nullptr, [&](Communicator& c) {
-    return std::vector<coll::Work>{c.allgather(in.data_ptr(), output.data_ptr(), in.numel(), type)};
+  return submit(c10d::OpType::_ALLGATHER_BASE, where, {output}, {in}, nullptr, [&](Communicator& c) {
+    return std::vector<coll::Work>{c.allgather(in.data_ptr(), output.data_ptr(), in.numel(), type, where.raw)};
   });
 }
 
@@ -63,6 +68,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::_allgather_base(at::Tensor& out
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allgather_coalesced(std::vector<std::vector<at::Tensor>>& output_lists,
                                                                      std::vector<at::Tensor>& inputs,
                                                                      const c10d::AllgatherOptions&) {
+  const Placement where = placementOf(inputs, "allgather_coalesced");
   at::Tensor in = flatten(inputs, "allgather_coalesced", false);
   DataType type = collTypeOf(in, "allgather_coalesced");
   TORCH_CHECK(static_cast<int>(output_lists.size()) == size_, "coll allgather_coalesced: ", output_lists.size(),
@@ -73,6 +79,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allgather_coalesced(std::vector
                 " tensors, expected ", inputs.size(), " (one per input)");
     for (size_t i = 0; i < list.size(); ++i) {
       checkSameShape(inputs[i], list[i], "allgather_coalesced", "an output tensor");
+      TORCH_CHECK(list[i].device() == where.device, "coll allgather_coalesced: an output tensor is on ",
+                  list[i].device().str(), ", the inputs on ", where.device.str());
       parts.push_back(list[i]);
     }
   }
@@ -80,9 +88,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::allgather_coalesced(std::vector
   std::vector<at::Tensor> outputs;
   for (const auto& list : output_lists) outputs.insert(outputs.end(), list.begin(), list.end());
   return submit(
-      c10d::OpType::ALLGATHER_COALESCED, outputs, {in, flat}, [flat, parts] { unflatten(flat, parts); },
+      c10d::OpType::ALLGATHER_COALESCED, where, outputs, {in, flat}, [flat, parts] { unflatten(flat, parts); },
       [&](Communicator& c) {
-        return std::vector<coll::Work>{c.allgather(in.data_ptr(), flat.data_ptr(), in.numel(), type)};
+        return std::vector<coll::Work>{c.allgather(in.data_ptr(), flat.data_ptr(), in.numel(), type, where.raw)};
       },
       false, inputs);
 }
@@ -95,6 +103,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::gather(std::vector<std::vector<
   const at::Tensor in = single(inputs, "gather").contiguous();
   DataType type = collTypeOf(in, "gather");
   std::vector<at::Tensor> parts;
+  std::vector<at::Tensor> all{in};
+  if (rank_ == root && !outputs.empty()) all.insert(all.end(), outputs[0].begin(), outputs[0].end());
+  const Placement where = placementOf(all, "gather");
   at::Tensor flat;
   if (rank_ == root) {
     parts = perRank(outputs, size_, "gather", "the outputs");
@@ -106,9 +117,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::gather(std::vector<std::vector<
   }
   std::function<void()> finish;
   if (rank_ == root) finish = [flat, parts] { unflatten(flat, parts); };
-  return submit(c10d::OpType::GATHER, parts, {in, flat}, finish, [&](Communicator& c) {
+  return submit(c10d::OpType::GATHER, where, parts, {in, flat}, finish, [&](Communicator& c) {
     void* recv = flat.defined() ? flat.data_ptr() : nullptr;
-    return std::vector<coll::Work>{c.gather(in.data_ptr(), recv, in.numel(), type, root)};
+    return std::vector<coll::Work>{c.gather(in.data_ptr(), recv, in.numel(), type, root, where.raw)};
   });
 }
 
@@ -119,6 +130,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::scatter(std::vector<at::Tensor>
   const int root = static_cast<int>(opts.rootRank);
   const at::Tensor& out = single(outputs, "scatter");
   DataType type = collTypeOf(out, "scatter");
+  std::vector<at::Tensor> all{out};
+  if (rank_ == root && !inputs.empty()) all.insert(all.end(), inputs[0].begin(), inputs[0].end());
+  const Placement where = placementOf(all, "scatter");
   at::Tensor flat;
   if (rank_ == root) {
     const auto& parts = perRank(inputs, size_, "scatter", "the inputs");
@@ -129,9 +143,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::scatter(std::vector<at::Tensor>
                 ") passes input tensors");
   }
   Dense d = dense(out);
-  return submit(c10d::OpType::SCATTER, {out}, {d.tensor, flat}, d.copy_back, [&](Communicator& c) {
+  return submit(c10d::OpType::SCATTER, where, {out}, {d.tensor, flat}, d.copy_back, [&](Communicator& c) {
     const void* send = flat.defined() ? flat.data_ptr() : nullptr;
-    return std::vector<coll::Work>{c.scatter(send, d.tensor.data_ptr(), d.tensor.numel(), type, root)};
+    return std::vector<coll::Work>{c.scatter(send, d.tensor.data_ptr(), d.tensor.numel(), type, root, where.raw)};
   });
 }
 
@@ -143,21 +157,28 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::reduce_scatter(std::vector<at::
   ReduceOp op = collOpOf(opts.reduceOp, out, "reduce_scatter");
   const auto& parts = perRank(inputs, size_, "reduce_scatter", "the inputs");
   for (const auto& p : parts) checkSameShape(out, p, "reduce_scatter", "an input tensor");
+  std::vector<at::Tensor> all = parts;
+  all.push_back(out);
+  const Placement where = placementOf(all, "reduce_scatter");
   at::Tensor flat = flatten(parts, "reduce_scatter");
   Dense d = dense(out);
-  return submit(c10d::OpType::REDUCE_SCATTER, {out}, {d.tensor, flat}, d.copy_back, [&](Communicator& c) {
-    return std::vector<coll::Work>{c.reduceScatter(flat.data_ptr(), d.tensor.data_ptr(), d.tensor.numel(), type, op)};
+  return submit(c10d::OpType::REDUCE_SCATTER, where, {out}, {d.tensor, flat}, d.copy_back, [&](Communicator& c) {
+    return std::vector<coll::Work>{
+        c.reduceScatter(flat.data_ptr(), d.tensor.data_ptr(), d.tensor.numel(), type, op, where.raw)};
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                       const c10d::ReduceScatterOptions& opts) {
+  const Placement where = placementOf({input, output}, "_reduce_scatter_base");
   DataType type = collTypeOf(output, "_reduce_scatter_base");
   ReduceOp op = collOpOf(opts.reduceOp, output, "_reduce_scatter_base");
   checkWhole(input, output, size_, "_reduce_scatter_base", "the input");
   Dense d = dense(output);
-  return submit(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {input, d.tensor}, d.copy_back, [&](Communicator& c) {
-    return std::vector<coll::Work>{c.reduceScatter(input.data_ptr(), d.tensor.data_ptr(), d.tensor.numel(), type, op)};
+  return submit(c10d::OpType::_REDUCE_SCATTER_BASE, where, {output}, {input, d.tensor}, d.copy_back,
+                [&](Communicator& c) {
+                  return std::vector<coll::Work>{
+                      c.reduceScatter(input.data_ptr(), d.tensor.data_ptr(), d.tensor.numel(), type, op, where.raw)};
   });
 }
 
@@ -165,6 +186,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::alltoall_base(at::Tensor& outpu
                                                                std::vector<int64_t>& output_splits,
                                                                std::vector<int64_t>& input_splits,
                                                                const c10d::AllToAllOptions&) {
+  const Placement where = placementOf({input, output}, "alltoall_base");
   DataType type = collTypeOf(input, "alltoall_base");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "coll alltoall_base: output dtype ", output.scalar_type(),
               " differs from the input's ", input.scalar_type());
@@ -173,8 +195,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::alltoall_base(at::Tensor& outpu
     TORCH_CHECK(input.numel() % size_ == 0 && output.numel() == input.numel(), "coll alltoall_base: ",
                 input.numel(), " input and ", output.numel(), " output elements do not split evenly over ", size_,
                 " ranks");
-    return submit(c10d::OpType::ALLTOALL_BASE, {output}, {input}, nullptr, [&](Communicator& c) {
-      return std::vector<coll::Work>{c.alltoall(input.data_ptr(), output.data_ptr(), input.numel() / size_, type)};
+    return submit(c10d::OpType::ALLTOALL_BASE, where, {output}, {input}, nullptr, [&](Communicator& c) {
+      return std::vector<coll::Work>{
+          c.alltoall(input.data_ptr(), output.data_ptr(), input.numel() / size_, type, where.raw)};
     });
   }
   // Uneven splits along dim 0, as torch.distributed.all_to_all_single defines them.
@@ -193,8 +216,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::alltoall_base(at::Tensor& outpu
   };
   auto send = slices(input, input_splits, "input");
   auto recv = slices(output, output_splits, "output");
-  return submit(c10d::OpType::ALLTOALL_BASE, {output}, {input}, nullptr,
-                [&](Communicator& c) { return exchange(c, send, recv); });
+  return submit(c10d::OpType::ALLTOALL_BASE, where, {output}, {input}, nullptr,
+                [&](Communicator& c) { return exchange(c, send, recv, where); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::alltoall(std::vector<at::Tensor>& outputs,
@@ -203,6 +226,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::alltoall(std::vector<at::Tensor
   TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
               "coll alltoall: expects one input and one output tensor per rank (", size_, "), got ", inputs.size(),
               " and ", outputs.size());
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  const Placement where = placementOf(all, "alltoall");
   std::vector<at::Tensor> send, recv, keep;
   std::vector<std::function<void()>> copy_backs;
   for (int p = 0; p < size_; ++p) {
@@ -217,11 +243,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::alltoall(std::vector<at::Tensor
   auto finish = [copy_backs] {
     for (const auto& f : copy_backs) f();
   };
-  return submit(c10d::OpType::ALLTOALL, outputs, keep, finish, [&](Communicator& c) { return exchange(c, send, recv); });
+  return submit(c10d::OpType::ALLTOALL, where, outputs, keep, finish,
+                [&](Communicator& c) { return exchange(c, send, recv, where); });
 }
 
 std::vector<coll::Work> ProcessGroupColl::exchange(Communicator& comm, const std::vector<at::Tensor>& send,
-                                                   const std::vector<at::Tensor>& recv) {
+                                                   const std::vector<at::Tensor>& recv, const Placement& where) {
   for (int p = 0; p < size_; ++p) {
     TORCH_CHECK(send[p].scalar_type() == recv[p].scalar_type(), "coll alltoall: dtypes differ for rank ", p);
     collTypeOf(recv[p], "alltoall");
@@ -237,8 +264,8 @@ std::vector<coll::Work> ProcessGroupColl::exchange(Communicator& comm, const std
       DataType type = collTypeOf(send[p], "alltoall");
       // A pair that exchanges nothing in one direction skips it on both sides (the counts
       // agree by the op's contract).
-      if (send[p].numel() > 0) works.push_back(comm.send(send[p].data_ptr(), send[p].numel(), type, p));
-      if (recv[p].numel() > 0) works.push_back(comm.recv(recv[p].data_ptr(), recv[p].numel(), type, p));
+      if (send[p].numel() > 0) works.push_back(comm.send(send[p].data_ptr(), send[p].numel(), type, p, where.raw));
+      if (recv[p].numel() > 0) works.push_back(comm.recv(recv[p].data_ptr(), recv[p].numel(), type, p, where.raw));
     }
   } catch (...) {
     comm.groupEnd();

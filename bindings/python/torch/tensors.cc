@@ -23,8 +23,6 @@ const char* insteadOf(at::ScalarType type) {
 }  // namespace
 
 DataType collTypeOf(const at::Tensor& t, const char* op) {
-  TORCH_CHECK(t.device().is_cpu(), "coll ", op, ": tensor on ", t.device().str(),
-              "; the coll backend takes CPU tensors (CUDA tensors: use the nccl backend)");
   TORCH_CHECK(t.layout() == at::kStrided, "coll ", op, ": ", t.layout(), " tensors are not supported here: pass ",
               "t.to_dense() (only all_reduce takes sparse tensors)");
   switch (t.scalar_type()) {

@@ -14,7 +14,8 @@
 namespace coll::torch_backend {
 
 // Throws c10::Error (a RuntimeError in Python) naming the op, the argument and the cause:
-// a CUDA or sparse tensor, or a dtype coll has no counterpart for (int16, complex).
+// a sparse tensor, or a dtype coll has no counterpart for (int16, complex). The device is
+// placementOf's to check (placement.h).
 DataType collTypeOf(const at::Tensor& t, const char* op);
 // Bool tensors reduce as bytes: sum becomes max (logical or), product min (logical and).
 ReduceOp collOpOf(const c10d::ReduceOp& op, const at::Tensor& t, const char* op_name);

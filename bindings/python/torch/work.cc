@@ -1,8 +1,10 @@
 #include "work.h"
 
 #include <ATen/core/jit_type.h>
+#include <torch/version.h>
 
 #include <atomic>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -36,6 +38,18 @@ const char* opName(c10d::OpType type) {
   }
 }
 
+// The tensors whose shapes torch's profiler records, in the optional type of this torch's
+// c10d::Work constructor (c10::optional in 1.x, std::optional in 2.x).
+#if TORCH_VERSION_MAJOR >= 2
+using ProfiledTensors = std::optional<std::vector<at::Tensor>>;
+#else
+using ProfiledTensors = c10::optional<std::vector<at::Tensor>>;
+#endif
+ProfiledTensors profiledInputs(const char* profiling_title, const std::vector<at::Tensor>& tensors) {
+  if (!profiling_title) return ProfiledTensors();
+  return ProfiledTensors(tensors);
+}
+
 }  // namespace
 
 const char* profilingTitle(const std::string& backend, c10d::OpType type) {
@@ -46,14 +60,14 @@ const char* profilingTitle(const std::string& backend, c10d::OpType type) {
 }
 
 CollWork::CollWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
-                   std::function<void()> finish_ok, const char* profiling_title, std::vector<at::Tensor> inputs)
-    : c10d::Work(rank, type, profiling_title,
-                 profiling_title ? c10::optional<std::vector<at::Tensor>>(inputs.empty() ? outputs : inputs)
-                                 : c10::nullopt),
+                   std::function<void()> finish_ok, const char* profiling_title, std::vector<at::Tensor> inputs,
+                   std::vector<c10::Device> devices)
+    : c10d::Work(rank, type, profiling_title, profiledInputs(profiling_title, inputs.empty() ? outputs : inputs)),
       outputs_(std::move(outputs)),
       keep_(std::move(keep)),
       finish_ok_(std::move(finish_ok)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                       std::move(devices))) {}
 
 void CollWork::complete(std::exception_ptr error) {
   if (!error && finish_ok_) {

@@ -32,8 +32,10 @@ class CollWork : public c10d::Work {
   // profiling_title: "<backend>:<op>" ("coll:all_reduce"), the name of the op's event in
   // torch's profiler, as gloo's are named; it must outlive the Work (profilingTitle() gives one).
   // inputs: the op's input tensors, whose shapes the profiler records (empty: the outputs').
+  // devices: the GPU the tensors live on (none for the CPU), which the Future must declare.
   CollWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
-           std::function<void()> finish_ok, const char* profiling_title = nullptr, std::vector<at::Tensor> inputs = {});
+           std::function<void()> finish_ok, const char* profiling_title = nullptr, std::vector<at::Tensor> inputs = {},
+           std::vector<c10::Device> devices = {});
 
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
