@@ -95,7 +95,12 @@ def write_raw_csv(path, m):
 
 
 def plot(path, scn, collective, systems, rows, limit, load):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # the tables and CSVs are the result; the plot is a view of them
+        print(f"no plot {path.name}: this python ({sys.executable}) lacks matplotlib "
+              "(apt-get install python3-matplotlib, and run /usr/bin/python3)", flush=True)
+        return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -34,16 +34,25 @@ void addDivideOwned(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilde
           {sc.region(owned, j)}, {sc.region(owned, j)});
 }
 
-void addRingAllGather(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int shift, uint32_t phase0) {
+void addRingAllGather(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int shift, uint32_t phase0,
+                      bool own_from_input) {
   const int n = p.nranks, r = p.rank;
   const int right = ring::right(r, n), left = ring::left(r, n);
   for (int s = 0; s < n - 1; ++s) {
     int send_c = ring::mod(ring::allGatherSendChunk(r, n, s) + shift, n);
     int recv_c = ring::mod(ring::allGatherRecvChunk(r, n, s) + shift, n);
     auto phase = phase0 + static_cast<uint32_t>(s);
-    for (size_t j = 0; j < sc.slices(send_c); ++j)
+    const bool from_input = own_from_input && send_c == r;
+    for (size_t j = 0; j < sc.slices(send_c); ++j) {
+      if (from_input) {
+        Step send{StepKind::send, BufferId::input, right, sc.offset(send_c, j), sc.bytes(send_c, j), 0, phase};
+        send.copy_to_output = true;
+        b.add(send, {}, {sc.region(send_c, j)});
+        continue;
+      }
       b.add({StepKind::send, BufferId::output, right, sc.offset(send_c, j), sc.bytes(send_c, j), 0, phase},
             {sc.region(send_c, j)}, {});
+    }
     for (size_t j = 0; j < sc.slices(recv_c); ++j)
       b.add({StepKind::recv, BufferId::output, left, sc.offset(recv_c, j), sc.bytes(recv_c, j), 0, phase}, {},
             {sc.region(recv_c, j)});

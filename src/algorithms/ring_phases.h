@@ -17,6 +17,10 @@ void addRingReduceScatter(const BuildParams& p, const SlicedChunks& sc, Schedule
 // Divides the owned chunk by n (ReduceOp::avg), once, before anyone copies it.
 void addDivideOwned(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int owned, uint32_t phase);
 
-void addRingAllGather(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int shift, uint32_t phase0);
+// own_from_input: the first phase sends this rank's own chunk from the input and writes it
+// into the output on the way (Step::copy_to_output), for an out-of-place all-gather whose own
+// chunk is otherwise copied apart.
+void addRingAllGather(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int shift, uint32_t phase0,
+                      bool own_from_input = false);
 
 }  // namespace coll::algo

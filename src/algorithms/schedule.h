@@ -46,6 +46,11 @@ struct Step {
   // step between them touching those bytes. A transport may then send each part of the
   // result as it is combined, while it is in cache (Connection::postRecvReduceForward).
   int32_t forwards = -1;
+  // send only, source input: output[offset, +bytes) receives the same bytes (an out-of-place
+  // all-gather's own chunk). A transport that copies the message anyway (shared memory, into
+  // its slots) writes this copy from its own while the bytes are in cache, reading the input
+  // once (Connection::postSendCopying); elsewhere the executor copies, then sends.
+  bool copy_to_output = false;
 };
 
 // Rules the builders follow and the executor relies on:

@@ -204,12 +204,25 @@ class Executor {
     return const_cast<char*>(static_cast<const char*>(base)) + offset;
   }
 
+  // A send that also fills the output (Step::copy_to_output) lets the transport write that
+  // copy from its own; where it cannot, the copy goes first.
+  void postSend(uint32_t i, transport::Connection* conn, uint64_t tag) {
+    const Step& step = s_.steps[i];
+    const char* data = address(step.source, step, step.offset);
+    if (step.copy_to_output) {
+      char* out = address(algo::BufferId::output, step, step.offset);
+      if (conn->postSendCopying(data, out, step.bytes, tag, i)) return;
+      copyOut(out, data, step.bytes);
+    }
+    conn->postSend(data, step.bytes, tag, i);
+  }
+
   Status post(uint32_t i, transport::Connection* conn) {
     const Step& step = s_.steps[i];
     size_t elems = step.bytes / sizeOf(ctx_.type);
     uint64_t tag = ctx_.ops[step.op_index].tag;
     switch (step.kind) {
-      case StepKind::send: conn->postSend(address(step.source, step, step.offset), step.bytes, tag, i); break;
+      case StepKind::send: postSend(i, conn, tag); break;
       case StepKind::recv: conn->postRecv(address(algo::BufferId::output, step, step.offset), step.bytes, tag, i); break;
       case StepKind::recvReduce:
         COLL_RETURN_IF_ERROR(postWithForward(i, conn, &st_.fused[i]));

@@ -65,6 +65,15 @@ class Connection {
     return false;
   }
 
+  // postSend, and `copy` (this process's memory, not overlapping data) receives the same
+  // bytes: a transport that copies the message anyway writes that copy from its own, while
+  // the bytes are in cache, so data is read once. Returns false, having posted nothing, where
+  // this connection cannot; the caller then copies and sends.
+  virtual bool postSendCopying(const void* /*data*/, void* /*copy*/, size_t /*bytes*/, uint64_t /*tag*/,
+                               uint64_t /*cookie*/) {
+    return false;
+  }
+
   // The oldest message the peer sent that no posted receive has claimed yet (false: none, a
   // receive is outstanding, or this transport cannot tell). Only reads: the message stays
   // for the receive that will take it. The executor peeks when an op is stuck, to tell a

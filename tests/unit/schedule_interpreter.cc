@@ -123,7 +123,7 @@ class Simulation {
                              ((step.kind == StepKind::send || step.kind == StepKind::recvReduce ||
                                step.kind == StepKind::combine) &&
                               step.source == BufferId::input);
-    const bool touches_output = step.kind != StepKind::send || step.source == BufferId::output;
+    const bool touches_output = step.kind != StepKind::send || step.source == BufferId::output || step.copy_to_output;
     auto inside = [&](std::pair<size_t, size_t> range) {
       return step.offset >= range.first && step.offset + step.bytes <= range.second;
     };
@@ -235,6 +235,8 @@ class Simulation {
     const size_t es = c_.elem_size;
     switch (step.kind) {
       case StepKind::send: {
+        if (step.copy_to_output && !c_.inPlace(r))  // the executor's postSendCopying, or its copy first
+          std::memcpy(ranks_[r].output.data() + step.offset, ranks_[r].input.data() + step.offset, step.bytes);
         int ch = r * c_.n + step.peer;
         Channel& c = channels_[ch];
         c.sends.push_back(SendEntry{static_cast<int>(i), false, {}});

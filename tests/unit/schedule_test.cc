@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "algorithms/catalog.h"
+#include "algorithms/ring_collectives.h"
 #include "algorithms/chain_broadcast.h"
 #include "algorithms/direct_collectives.h"
 #include "algorithms/patterns/ring.h"
@@ -351,6 +352,39 @@ TEST(PairAllreduce, SendsAlternateAndEachResultForwardsItsReduction) {
       for (size_t k = 0; k < sends.size(); ++k)
         EXPECT_EQ(sends[k]->source == BufferId::output, k % 2 == 1) << "rank " << r << " send " << k;
     }
+  }
+}
+
+// Out of place, an all-gather's own chunk goes into the output as the first phase sends it
+// from the input (Step::copy_to_output), not by a copy step beforehand; dropping that copy
+// loses the chunk, which the interpreter notices.
+TEST(RingAllgather, OwnChunkIsCopiedByItsFirstSends) {
+  for (int n : {2, 3, 5}) {
+    SimConfig c;
+    c.n = n, c.collective = Collective::allgather, c.count = 523 * static_cast<size_t>(n), c.slice_bytes = 256,
+    c.in_place = false;
+    for (int r = 0; r < n; ++r) {
+      Schedule s = buildRingAllgather(c.params(r));
+      size_t copied = 0;
+      for (const Step& st : s.steps) {
+        EXPECT_NE(st.kind, StepKind::copy) << "n " << n << " rank " << r;
+        if (!st.copy_to_output) continue;
+        EXPECT_EQ(st.kind, StepKind::send);
+        EXPECT_EQ(st.source, BufferId::input);
+        EXPECT_EQ(st.phase, 0u);
+        copied += st.bytes;
+      }
+      EXPECT_EQ(copied, 523 * c.elem_size) << "n " << n << " rank " << r << ": its whole chunk, once";
+    }
+    ASSERT_EQ(runMutated(c, {}, 3), "") << "n " << n;
+    std::string broken = runMutated(c, [](int rank, Schedule& s) {
+      if (rank == 1)
+        for (Step& st : s.steps) st.copy_to_output = false;
+    }, 1);
+    EXPECT_NE(broken.find("rank 1 element"), std::string::npos) << broken;
+    c.in_place = true;
+    for (int r = 0; r < n; ++r)
+      for (const Step& st : buildRingAllgather(c.params(r)).steps) EXPECT_FALSE(st.copy_to_output);
   }
 }
 

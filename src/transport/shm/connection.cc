@@ -68,6 +68,19 @@ void ShmConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint6
   if (sends_.size() == 1) pushSends();
 }
 
+bool ShmConnection::postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) {
+  if (bytes == 0 || (cma_send_ && bytes >= e_.cma_threshold)) return false;  // CMA sends never touch the bytes
+  if (!failure_.isOk()) {
+    complete(cookie, failure_);
+    return true;
+  }
+  SendRequest s{static_cast<const uint8_t*>(data), bytes, tag, cookie, false, bytes};
+  s.copy_to = static_cast<uint8_t*>(copy);
+  sends_.push_back(s);
+  if (sends_.size() == 1) pushSends();
+  return true;
+}
+
 bool ShmConnection::postRecvReduce(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t cookie,
                                    DataType type, ReduceOp op) {
   if (!failure_.isOk()) {
@@ -160,6 +173,7 @@ bool ShmConnection::writeSlot(SendRequest& s) {
   }
   h.length = std::min<uint64_t>(s.ready - s.offset, e_.outbound.payloadBytes());
   copyPayload(slot + kSlotHeaderBytes, s.data + s.offset, h.length);
+  if (s.copy_to) reduce::copyStreaming(s.copy_to + s.offset, slot + kSlotHeaderBytes, h.length);
   std::memcpy(slot, &h, sizeof h);
   s.offset += h.length;
   if (s.offset < s.bytes) return false;

@@ -41,6 +41,8 @@ class ShmConnection : public Connection {
   int peer() const override { return e_.peer; }
   std::string describe() const override;  // "peer 3 (same host, shm, cma)"
   void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
+  // Each slot's payload, once copied in, is streamed on into `copy` from the slot (in cache).
+  bool postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) override;
   void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
   // Reduces straight out of the slots (and, for CMA messages, out of a bounce buffer in
   // cache-sized chunks): the receiver reads each byte once instead of copying it first.
@@ -77,6 +79,7 @@ class ShmConnection : public Connection {
     size_t ready;             // bytes that may be sent: less for a forward whose receive is under way
     size_t offset = 0;        // inline: bytes already in slots
     uint64_t cma_sequence = 0;
+    uint8_t* copy_to = nullptr;  // postSendCopying: the second destination of the bytes
   };
   struct RecvRequest {
     uint8_t* data;
