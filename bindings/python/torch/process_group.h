@@ -85,9 +85,10 @@ class ProcessGroupColl : public BackendBase {
                                           const c10d::AllToAllOptions& opts) override;
 
 #if TORCH_VERSION_MAJOR >= 2
-  // torch 2.x's batch_isend_irecv over CUDA tensors brackets its sends and receives with these
-  // (as for nccl): a coll group, so that a rank's device sends and receives progress together.
-  // The Work returned completes when every op issued in between has.
+  // torch 2.x's _coalescing_manager brackets ops with these when given a device: a coll group.
+  // The Work returned completes when every op issued in between has. (batch_isend_irecv uses
+  // them only for a backend whose supportsCoalescing() is true; this one keeps torch's
+  // default, false, and takes gloo's path: its point-to-point needs no group.)
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 #endif
