@@ -36,6 +36,27 @@ def libcoll_has_cuda(libdir):
     return b"cuMemGetAddressRange" in lib.resolve().read_bytes()
 
 
+def libcoll_cxx11_abi(libdir):
+    """Whether libcoll was built with the C++11 std::string (its C++ API names std::__cxx11)."""
+    return b"__cxx11" in (pathlib.Path(libdir) / "libcoll.so").resolve().read_bytes()
+
+
+def torch_abi_defines(torch, libdir):
+    """torch's C++ ABI, which libcoll's C++ API (std::string in CommOptions and the store) must
+    share, and the pybind11 ABI tags torch was built with, so that its types cross over."""
+    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    if abi != int(libcoll_cxx11_abi(libdir)):
+        sys.exit(f"build_for_python: this torch uses _GLIBCXX_USE_CXX11_ABI={abi} but libcoll in {libdir} was built "
+                 f"with {1 - abi}: rebuild libcoll with -DCMAKE_CXX_FLAGS=-D_GLIBCXX_USE_CXX11_ABI={abi} "
+                 "(pip wheels of torch before 2.7 use 0), or use a torch built with the other ABI")
+    defines = [f"_GLIBCXX_USE_CXX11_ABI={abi}"]
+    for name in ("COMPILER_TYPE", "STDLIB", "BUILD_ABI"):
+        value = getattr(torch._C, f"_PYBIND11_{name}", None)
+        if value:
+            defines.append(f'PYBIND11_{name}="{value}"')
+    return defines
+
+
 def pybind11_include(torch_includes):
     for d in torch_includes:  # a pip torch ships the pybind11 it was built with: use that one
         if (pathlib.Path(d) / "pybind11" / "pybind11.h").exists():
@@ -119,8 +140,8 @@ def main():
         print("torch not found for this Python: built the numpy API only" if torch is None else "torch skipped")
         return
     cuda = libcoll_has_cuda(libdir) if args.cuda == "auto" else args.cuda == "on"
-    defines = [f"_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}", "TORCH_EXTENSION_NAME=_torch",
-               "TORCH_API_INCLUDE_EXTENSION_H"] + (["COLL_HAVE_CUDA=1"] if cuda else [])
+    defines = torch_abi_defines(torch, libdir) + ["TORCH_EXTENSION_NAME=_torch", "TORCH_API_INCLUDE_EXTENSION_H"]
+    defines += ["COLL_HAVE_CUDA=1"] if cuda else []
     includes = [args.include, python_include] + torch_includes + pybind11_include(torch_includes)
     compile_module("_torch", [HERE / "torch" / s for s in TORCH_SOURCES], out, build, includes, defines,
                    ["coll", "torch_python", "torch_cpu", "torch", "c10"], [libdir] + ext.library_paths(), args.jobs)

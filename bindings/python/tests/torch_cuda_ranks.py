@@ -149,6 +149,22 @@ def test_point_to_point(r, n):
         check(got.cpu(), data(0, 1 << 18, torch.float32), "send/recv from any source")
 
 
+def test_coalescing(r, n):
+    """torch 2.x's _coalescing_manager on a device: its all_reduces become one
+    allreduce_coalesced, then endCoalescing's Work covers the block (copy-backs included)."""
+    if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 2):
+        return  # the backend implements coalescing for torch 2.2 and later
+    from torch.distributed.distributed_c10d import _coalescing_manager
+    inputs = [[data(q, k + 5, torch.float32, salt=k) for q in range(n)] for k in range(3)]
+    ts = [inputs[k][r].to(dev(), copy=True) for k in range(3)]
+    with _coalescing_manager(device=dev(), async_ops=True) as cm:
+        for t in ts:
+            dist.all_reduce(t)
+    cm.wait()
+    for k in range(3):
+        check(ts[k].cpu(), reduce_ref(inputs[k], dist.ReduceOp.SUM), f"coalesced all_reduce {k}")
+
+
 def expect_refusal(fn, words, what):
     try:
         fn()
@@ -204,7 +220,7 @@ def main():
         torch.cuda.set_device(dev())
     dist.init_process_group("coll", timeout=datetime.timedelta(seconds=120))
     for test in (test_all_reduce, test_rooted_and_lists, test_non_contiguous_and_async, test_stream_order,
-                 test_point_to_point, test_refusals, test_ddp):
+                 test_point_to_point, test_coalescing, test_refusals, test_ddp):
         test(r, n)
         print(f"rank {r}: {test.__name__} passed", flush=True)
     dist.destroy_process_group()

@@ -1,8 +1,12 @@
 #include "placement.h"
 
+#include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
+
+#include <memory>
+#include <thread>
 
 namespace coll::torch_backend {
 namespace {
@@ -59,12 +63,41 @@ Placement placementOf(const std::vector<at::Tensor>& tensors, const char* op) {
   return where;
 }
 
-std::function<void()> onOpStream(const Placement& where, std::function<void()> f) {
-  if (!f || !where.onGpu()) return f;
-  return [stream = where.stream, f = std::move(f)] {
-    c10::StreamGuard guard(stream);
-    f();
-    stream.synchronize();
+namespace {
+
+// An event recorded on `stream` now (c10::Event cannot be copied into a std::function).
+std::shared_ptr<c10::Event> recordOn(const c10::Stream& stream) {
+  auto event = std::make_shared<c10::Event>(stream.device_type());
+  event->record(stream);
+  return event;
+}
+
+// Host-side wait for one event (torch 1.x's c10::Event has no synchronize()).
+void waitFor(const c10::Event& event) {
+  while (!event.query()) std::this_thread::yield();
+}
+
+}  // namespace
+
+std::function<void()> queueCopyBack(const Placement& where, std::function<void()> copy) {
+  if (!copy || !where.onGpu()) return copy;
+  {
+    c10::StreamGuard guard(where.stream);
+    copy();
+  }
+  auto done = recordOn(where.stream);
+  return [done] { waitFor(*done); };
+}
+
+std::function<void()> copyWhenArrived(const Placement& where, std::function<void()> copy) {
+  if (!copy || !where.onGpu()) return copy;
+  auto before = recordOn(where.stream);
+  return [before, device = where.device, copy = std::move(copy)] {
+    const c10::Stream side = c10::impl::getDeviceGuardImpl(device.type())->getStreamFromGlobalPool(device);
+    before->block(side);
+    c10::StreamGuard guard(side);
+    copy();
+    waitFor(*recordOn(side));
   };
 }
 

@@ -28,10 +28,18 @@ struct Placement {
 // GPU) and that this build can take them; `op` names the call in the error.
 Placement placementOf(const std::vector<at::Tensor>& tensors, const char* op);
 
-// What must follow a GPU op on the Completer's thread (copying results into the caller's
-// tensors): run on the op's device and stream, then waited for, so that the Work completes
-// with every tensor final. For host tensors, `f` itself.
-std::function<void()> onOpStream(const Placement& where, std::function<void()> f);
+// The copy of a collective's result into the caller's tensors (lists, strided views). For a GPU
+// op it is queued now, on the op's stream right behind the op (coll orders the op before the
+// work queued after the call), as nccl's would be; what comes back waits for that copy alone,
+// for the Completer to run before it completes the Work. For host tensors, `copy` itself, to
+// run then. Call it right after issuing the op.
+std::function<void()> queueCopyBack(const Placement& where, std::function<void()> copy);
+
+// The copy of a staged receive into the caller's GPU tensor, to run when the bytes have
+// arrived (on the Completer's thread): on a stream of its own that first waits for the work
+// queued on the op's stream before the call (recorded now), then waited for. For host
+// tensors, `copy` itself.
+std::function<void()> copyWhenArrived(const Placement& where, std::function<void()> copy);
 
 // Pinned host tensors for staging a GPU tensor: an empty one of t's shape and dtype, and a
 // contiguous copy of t (taken after the work queued on torch's current stream).

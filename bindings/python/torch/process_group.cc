@@ -71,59 +71,48 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::submit(c10d::OpType type, const
                                                         std::function<void()> finish_ok, const Issue& issue,
                                                         bool point_to_point, std::vector<at::Tensor> inputs) {
   std::vector<coll::Work> ops;
+  c10::intrusive_ptr<CollWork> work;
   {
     std::lock_guard<std::mutex> lock(issue_mu_);
-    TORCH_CHECK(!coalescing_ || point_to_point, "coll: only send and recv may be issued between startCoalescing ",
-                "and endCoalescing (as with nccl)");
     try {
       ops = issue(*comm_);
       if (!point_to_point) ++sequence_;
     } catch (const coll::Error& e) {
       TORCH_CHECK(false, "coll ", toString(e.code()), ": ", e.what());
     }
-    if (coalescing_) {
-      coalesced_.insert(coalesced_.end(), ops.begin(), ops.end());
-      if (where.onGpu()) coalesced_where_ = where;
-    }
+    // A collective's copy-back goes on its stream now, right behind it; a staged receive's
+    // only once its bytes are here.
+    std::function<void()> finish = point_to_point ? copyWhenArrived(where, std::move(finish_ok))
+                                                  : queueCopyBack(where, std::move(finish_ok));
+    work = c10::make_intrusive<CollWork>(rank_, type, std::move(outputs), std::move(keep), std::move(finish),
+                                         profilingTitle(profiling_name_, type), std::move(inputs),
+                                         where.futureDevices());
+    if (coalescing_) coalesced_.push_back(work);
   }
-  auto work = c10::make_intrusive<CollWork>(rank_, type, std::move(outputs), std::move(keep),
-                                            onOpStream(where, std::move(finish_ok)),
-                                            profilingTitle(profiling_name_, type), std::move(inputs),
-                                            where.futureDevices());
   completer_->add(std::move(ops), work, point_to_point);
   return work;
 }
 
-#if TORCH_VERSION_MAJOR >= 2
+#if COLL_TORCH_COALESCING
+// Nothing to hold back: coll's host point-to-point (CUDA tensors staged into it) needs no
+// group, and torch issues a coalesced block's collectives (allreduce_coalesced, ...) before it
+// calls endCoalescing. The block's Work is all of its ops'.
 void ProcessGroupColl::startCoalescing() {
   std::lock_guard<std::mutex> lock(issue_mu_);
   TORCH_CHECK(!coalescing_, "coll startCoalescing: already coalescing (endCoalescing was not called)");
-  comm_->groupStart();
   coalescing_ = true;
   coalesced_.clear();
-  coalesced_where_ = Placement{};
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::endCoalescing() {
-  std::vector<coll::Work> ops;
-  Placement where;
+  std::vector<c10::intrusive_ptr<CollWork>> members;
   {
     std::lock_guard<std::mutex> lock(issue_mu_);
     TORCH_CHECK(coalescing_, "coll endCoalescing: startCoalescing was not called");
     coalescing_ = false;
-    ops.swap(coalesced_);
-    where = coalesced_where_;
-    try {
-      comm_->groupEnd();
-    } catch (const coll::Error& e) {
-      TORCH_CHECK(false, "coll ", toString(e.code()), ": ", e.what());
-    }
+    members.swap(coalesced_);
   }
-  auto work = c10::make_intrusive<CollWork>(rank_, c10d::OpType::COALESCED, std::vector<at::Tensor>{},
-                                            std::vector<at::Tensor>{}, nullptr, nullptr,
-                                            std::vector<at::Tensor>{}, where.futureDevices());
-  completer_->add(std::move(ops), work, true);
-  return work;
+  return c10::make_intrusive<CoalescedWork>(rank_, std::move(members));
 }
 #endif
 

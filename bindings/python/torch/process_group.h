@@ -24,6 +24,10 @@
 
 namespace coll::torch_backend {
 
+// torch 2.2 settled Backend's coalescing interface (startCoalescing(), endCoalescing() ->
+// Work) and made c10::optional std::optional.
+#define COLL_TORCH_COALESCING (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2))
+
 #if TORCH_VERSION_MAJOR >= 2
 using BackendBase = c10d::Backend;
 #else
@@ -84,9 +88,9 @@ class ProcessGroupColl : public BackendBase {
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                                           const c10d::AllToAllOptions& opts) override;
 
-#if TORCH_VERSION_MAJOR >= 2
-  // torch 2.x's _coalescing_manager brackets ops with these when given a device: a coll group.
-  // The Work returned completes when every op issued in between has. (batch_isend_irecv uses
+#if COLL_TORCH_COALESCING
+  // torch 2.x's _coalescing_manager brackets ops with these when given a device. The Work
+  // returned completes when every op issued in between has (their copy-backs included). (batch_isend_irecv uses
   // them only for a backend whose supportsCoalescing() is true; this one keeps torch's
   // default, false, and takes gloo's path: its point-to-point needs no group.)
   void startCoalescing() override;
@@ -112,10 +116,9 @@ class ProcessGroupColl : public BackendBase {
                                    const std::vector<at::Tensor>& recv, const Placement& where);
 
   std::mutex issue_mu_;
-  // Between startCoalescing and endCoalescing: the coll ops issued, and their device.
+  // Between startCoalescing and endCoalescing: the Works of the ops issued.
   bool coalescing_ = false;
-  std::vector<coll::Work> coalesced_;
-  Placement coalesced_where_;
+  std::vector<c10::intrusive_ptr<CollWork>> coalesced_;
   int monitored_barriers_ = 0;
   std::atomic<uint64_t> sequence_{0};
   std::chrono::milliseconds timeout_;

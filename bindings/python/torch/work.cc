@@ -39,8 +39,8 @@ const char* opName(c10d::OpType type) {
 }
 
 // The tensors whose shapes torch's profiler records, in the optional type of this torch's
-// c10d::Work constructor (c10::optional in 1.x, std::optional in 2.x).
-#if TORCH_VERSION_MAJOR >= 2
+// c10d::Work constructor (c10::optional before torch 2.2, std::optional since).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2)
 using ProfiledTensors = std::optional<std::vector<at::Tensor>>;
 #else
 using ProfiledTensors = c10::optional<std::vector<at::Tensor>>;
@@ -84,6 +84,38 @@ void CollWork::complete(std::exception_ptr error) {
     future_->markCompleted(c10::IValue(outputs_));
   }
   finish(error);
+}
+
+CoalescedWork::CoalescedWork(int rank, std::vector<c10::intrusive_ptr<CollWork>> members)
+    : c10d::Work(rank, c10d::OpType::UNKNOWN), members_(std::move(members)) {
+  c10::List<c10::intrusive_ptr<c10::ivalue::Future>> futures(
+      c10::FutureType::create(c10::ListType::create(c10::TensorType::get())));
+  for (const auto& m : members_) futures.push_back(m->getFuture());
+  future_ = c10::collectAll(futures);
+}
+
+bool CoalescedWork::isCompleted() {
+  for (const auto& m : members_)
+    if (!m->isCompleted()) return false;
+  return true;
+}
+
+bool CoalescedWork::isSuccess() const {
+  for (const auto& m : members_)
+    if (!m->isSuccess()) return false;
+  return true;
+}
+
+std::exception_ptr CoalescedWork::exception() const {
+  for (const auto& m : members_)
+    if (auto e = m->exception()) return e;
+  return nullptr;
+}
+
+bool CoalescedWork::wait(std::chrono::milliseconds timeout) {
+  for (const auto& m : members_)
+    if (!m->wait(timeout)) return false;
+  return true;
 }
 
 Completer::Completer() : thread_([this] { loop(); }), any_order_thread_([this] { anyOrderLoop(); }) {}

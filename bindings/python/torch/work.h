@@ -54,6 +54,22 @@ class CollWork : public c10d::Work {
   int source_ = -1;
 };
 
+// The Work of a coalesced block (ProcessGroupColl::endCoalescing): done when every member is,
+// so that waiting on it also waits for each member's copy-back.
+class CoalescedWork : public c10d::Work {
+ public:
+  CoalescedWork(int rank, std::vector<c10::intrusive_ptr<CollWork>> members);
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  bool wait(std::chrono::milliseconds timeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<c10::intrusive_ptr<CollWork>> members_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  // completes with the last member's
+};
+
 // "<backend>:<op>" for an op type, interned (the profiler keeps the pointer, not a copy).
 const char* profilingTitle(const std::string& backend, c10d::OpType type);
 

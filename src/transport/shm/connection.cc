@@ -173,7 +173,10 @@ bool ShmConnection::writeSlot(SendRequest& s) {
   }
   h.length = std::min<uint64_t>(s.ready - s.offset, e_.outbound.payloadBytes());
   copyPayload(slot + kSlotHeaderBytes, s.data + s.offset, h.length);
-  if (s.copy_to) reduce::copyStreaming(s.copy_to + s.offset, slot + kSlotHeaderBytes, h.length);
+  if (s.copy_to) {  // around the caches only where the op's buffers dwarf them, as receives do
+    if (streaming_receives_) reduce::copyStreaming(s.copy_to + s.offset, slot + kSlotHeaderBytes, h.length);
+    else std::memcpy(s.copy_to + s.offset, slot + kSlotHeaderBytes, h.length);
+  }
   std::memcpy(slot, &h, sizeof h);
   s.offset += h.length;
   if (s.offset < s.bytes) return false;
