@@ -55,6 +55,20 @@ TEST(CollSim, OneMessageCostsSoftwareThenBytesThenAlpha) {
   EXPECT_EQ(r.bytes_across_hosts, 8u << 20);
 }
 
+// Out of place, a ring all-gather's first sends also write the rank's own chunk into the
+// output: between hosts the executor copies before sending, which the simulation charges to
+// the sender; in place there is nothing to copy.
+TEST(CollSim, AllgatherOwnChunkCopyIsChargedBetweenHosts) {
+  const ClusterModel m = cluster(2, 1, "100gbit");
+  SimRequest q = request(algo::Collective::allgather, "ring", 64 << 20);
+  q.in_place = true;
+  const double in_place = run(m, q).slowest_rank_s;
+  q.in_place = false;
+  const double out_of_place = run(m, q).slowest_rank_s;
+  EXPECT_GT(out_of_place, in_place);
+  EXPECT_LE(out_of_place, in_place + (32 << 20) / m.topo.intra.beta_Bps * 1.001);
+}
+
 TEST(CollSim, RingAllreduceReachesTheLinkBoundAndNotBeyond) {
   const ClusterModel m = cluster(4, 1);
   const size_t bytes = size_t{64} << 20;

@@ -23,7 +23,8 @@ constexpr uint8_t kJoin = 0xff;  // the end of one run of a rank's schedule (not
 // its end in the pairing (16 B, until paired) and its completion event (16 B, while queued).
 constexpr double kBytesPerStep = 80;
 
-enum Flag : uint8_t { kReady = 1, kArrived = 2, kPosted = 4, kChannelOpen = 8, kDone = 16 };
+// kCopies: a send that also writes the output (Step::copy_to_output).
+enum Flag : uint8_t { kReady = 1, kArrived = 2, kPosted = 4, kChannelOpen = 8, kDone = 16, kCopies = 32 };
 
 // What timing needs of one step, in one cache line's worth: an event touches one record
 // rather than a dozen arrays (a simulation of 16,384 ranks holds tens of millions of them).
@@ -177,6 +178,7 @@ class Loader {
     r.bytes = static_cast<uint32_t>(st.bytes);
     r.pending = static_cast<uint32_t>(st.deps.size());
     r.succ_first = succ_first;
+    if (st.copy_to_output) r.flags |= kCopies;
     s_.rec.push_back(r);
     const bool send = st.kind == StepKind::send;
     if (!send && st.kind != StepKind::recv && st.kind != StepKind::recvReduce) return Status::ok();
@@ -310,9 +312,14 @@ class Runner {
   // A send at the head of its channel, ready at t: the sender's software cost, the path, α.
   // A send at the head of its channel, ready at t: the sender's software cost first, then the
   // next send to the same peer may be posted.
+  // A send that also fills the output (Step::copy_to_output) costs that copy first where the
+  // executor makes it (between hosts); shared memory writes it from its slot, in the send.
   void post(uint32_t g, int r, double t) {
     s_.rec[g].flags |= kPosted;
-    events_.push({net_.compute(r, t, m_.perMessageSeconds()), g, EventKind::transfer});
+    double cost = m_.perMessageSeconds();
+    if ((s_.rec[g].flags & kCopies) && !net_.sameHost(r, s_.rec[g].peer))
+      cost += s_.rec[g].bytes / m_.topo.intra.beta_Bps;
+    events_.push({net_.compute(r, t, cost), g, EventKind::transfer});
     const uint32_t next = s_.rec[g].channel_next;
     if (next != kNone) {
       s_.rec[next].flags |= kChannelOpen;
