@@ -16,6 +16,7 @@ built with CUDA (detected from the library; --cuda on|off overrides) and torch i
 """
 import argparse
 import concurrent.futures
+import functools
 import os
 import pathlib
 import shutil
@@ -30,15 +31,20 @@ TORCH_SOURCES = ["module.cc", "process_group.cc", "monitored_barrier.cc", "place
                  "store.cc", "sparse_allreduce.cc", "tensors.cc", "work.cc"]
 
 
+@functools.lru_cache(maxsize=None)
+def libcoll_bytes(libdir):
+    """libcoll.so's contents, read once: both probes below search them."""
+    return (pathlib.Path(libdir) / "libcoll.so").resolve().read_bytes()
+
+
 def libcoll_has_cuda(libdir):
     """libcoll built with CUDA resolves the driver's entry points by name at run time."""
-    lib = pathlib.Path(libdir) / "libcoll.so"
-    return b"cuMemGetAddressRange" in lib.resolve().read_bytes()
+    return b"cuMemGetAddressRange" in libcoll_bytes(libdir)
 
 
 def libcoll_cxx11_abi(libdir):
     """Whether libcoll was built with the C++11 std::string (its C++ API names std::__cxx11)."""
-    return b"__cxx11" in (pathlib.Path(libdir) / "libcoll.so").resolve().read_bytes()
+    return b"__cxx11" in libcoll_bytes(libdir)
 
 
 def torch_abi_defines(torch, libdir):
