@@ -20,13 +20,4 @@ const char* toString(OpKind kind) {
   return "?";
 }
 
-bool isPointToPoint(OpKind kind) { return kind == OpKind::send || kind == OpKind::recv; }
-
-bool reduces(OpKind k) { return k == OpKind::allreduce || k == OpKind::reduce || k == OpKind::reducescatter; }
-
-bool rooted(OpKind k) {
-  return k == OpKind::broadcast || k == OpKind::reduce || k == OpKind::gather || k == OpKind::scatter ||
-         isPointToPoint(k);
-}
-
 }  // namespace coll

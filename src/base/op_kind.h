@@ -13,8 +13,14 @@ enum class OpKind : uint8_t {
 constexpr uint8_t kLastOpKind = static_cast<uint8_t>(OpKind::group);
 
 const char* toString(OpKind kind);
-bool isPointToPoint(OpKind kind);
-bool reduces(OpKind kind);  // all-reduce, reduce, reduce-scatter: the reduction op matters
-bool rooted(OpKind kind);   // a root, or a peer for send/recv
+// Inline: every op's issue asks these several times.
+constexpr bool isPointToPoint(OpKind kind) { return kind == OpKind::send || kind == OpKind::recv; }
+// all-reduce, reduce, reduce-scatter: the reduction op matters
+constexpr bool reduces(OpKind k) { return k == OpKind::allreduce || k == OpKind::reduce || k == OpKind::reducescatter; }
+// a root, or a peer for send/recv
+constexpr bool rooted(OpKind k) {
+  return k == OpKind::broadcast || k == OpKind::reduce || k == OpKind::gather || k == OpKind::scatter ||
+         isPointToPoint(k);
+}
 
 }  // namespace coll

@@ -205,9 +205,10 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   op.work = newWorkState(op);
   op.work->sequence = next_sequence_++;
   op.work->op_name = toString(op.kind);
-  op.work->link = link_;
+  if (op.work->link != link_) op.work->link = link_;  // a reused state (newWorkState) has it: no refcount traffic
   op.work->watched = !takesP2pEngine(op);  // the engine bounds its own ops
-  op.work->queued_ns = detail::DriverLink::nowNs();
+  // queued_ns is set by push() from the clock read it makes anyway: an op the board finishes
+  // inline is never queued, and the watchdog never looks at it.
   // Collectives are numbered per communicator; point-to-point per peer and direction, since
   // only the two ranks involved count it (pipeline stages issue different numbers of them) and
   // my n-th send to p meets p's n-th receive from me, whatever else either of us exchanged.
@@ -222,28 +223,33 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
     return work;
   }
   if (group_depth_ > 0) {  // held back until groupEnd releases the whole group at once
+    op.work->queued_ns = detail::DriverLink::nowNs();
     group_.push_back(std::move(op));
     return work;
   }
   const bool hold = op.device >= 0 && op.stream;
-  // cuda_ipc ops on a stream complete before the call returns (cuda/device_ops.h says why).
-  const bool finish_now = hold && cuda::takesIpcPath(op, size_, hosts_.num_hosts == 1, config_);
-  OpRequest held;  // what holdStreams() needs, after op has moved into the queue
-  if (hold) {
-    held.device = op.device;
-    held.stream = op.stream;
-    held.work = op.work;
+  if (!hold) {
+    if (!runNowOnBoard(op)) push(std::move(op));
+    return work;
   }
-  if (!hold && runNowOnBoard(op)) return work;
+  return enqueueOnStream(std::move(op), std::move(work));
+}
+
+// An op on device buffers with a stream: the stream waits for it (stream_gate.h).
+Work CommunicatorImpl::enqueueOnStream(OpRequest op, Work work) {
+  // cuda_ipc ops on a stream complete before the call returns (cuda/device_ops.h says why).
+  const bool finish_now = cuda::takesIpcPath(op, size_, hosts_.num_hosts == 1, config_);
+  OpRequest held;  // what holdStreams() needs, after op has moved into the queue
+  held.device = op.device;
+  held.stream = op.stream;
+  held.work = op.work;
   push(std::move(op));
   if (finish_now) {
     work.wait();
     return work;
   }
-  if (hold) {
-    st = holdStreams(held, stream_gate_);
-    if (!st) throw st.toError(format("%s (rank %d)", held.work->op_name.c_str(), rank_));
-  }
+  Status st = holdStreams(held, stream_gate_);
+  if (!st) throw st.toError(format("%s (rank %d)", held.work->op_name, rank_));
   return work;
 }
 

@@ -49,6 +49,7 @@ class CommunicatorImpl final : private detail::OpDriver {
 
   // Validates, numbers and queues the op; throws coll::Error (InvalidArgument) on bad input.
   Work enqueue(OpRequest op);
+  Work enqueueOnStream(OpRequest op, Work work);
   void abort(const std::string& reason);
   // Communicator::setAlgorithms. Issuing thread.
   void setAlgorithms(const std::string& rules);
@@ -123,6 +124,8 @@ class CommunicatorImpl final : private detail::OpDriver {
   topology::HostGrouping hosts_;
   std::unique_ptr<topology::Selector> selector_;  // engine_mu_ holder only, after init
   transport::SmallOpBoard* board_ = nullptr;       // one-host small all-reduces (small_op_board.h)
+  size_t board_bytes_ = 0;            // board_->capacity(), read once
+  size_t board_broadcast_bytes_ = 0;  // the largest broadcast that goes there
   transport::TransportSet transports_;
   std::vector<char> scratch_;    // received slices awaiting reduction (engine_mu_ holder)
   std::vector<char> workspace_;  // reductions whose result is not the user's buffer

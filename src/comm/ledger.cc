@@ -1,6 +1,9 @@
 #include "comm/ledger.h"
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
+#include <type_traits>
 
 #include "base/log.h"
 
@@ -39,7 +42,8 @@ OpFingerprint OpFingerprint::of(const OpRequest& op, const std::string& algorith
   f.op = reduces(op.kind) ? static_cast<uint8_t>(op.op) : 0;
   f.root = rooted(op.kind) ? op.root : -1;
   f.count = op.kind == OpKind::group ? op.members->size() : op.count;
-  std::strncpy(f.algorithm, algorithm.c_str(), sizeof f.algorithm - 1);
+  // Zero-filled already: the name's bytes, and at least one NUL after them.
+  std::memcpy(f.algorithm, algorithm.data(), std::min(algorithm.size(), sizeof f.algorithm - 1));
   return f;
 }
 
@@ -101,26 +105,69 @@ std::optional<LedgerSnapshot> LedgerSnapshot::decode(const std::string& bytes) {
   return s;
 }
 
+static_assert(std::is_trivially_copyable_v<LedgerEntry>, "published word by word");
+static_assert(sizeof(LedgerEntry) % sizeof(uint64_t) == 0, "published word by word");
+
 void Ledger::started(const LedgerEntry& entry) {
-  std::lock_guard<std::mutex> lock(mu_);
-  state_.busy = true;
-  state_.current = entry;
-  if (entry.collective != kNotCollective) state_.collectives_started = entry.collective + 1;
+  progress_.busy = 1;
+  progress_.current = entry;
+  if (entry.collective != kNotCollective) progress_.started = entry.collective + 1;
+  publish();
 }
 
 void Ledger::completed(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
-  state_.busy = false;
-  state_.has_last = true;
-  state_.last = state_.current;
-  if (ok && state_.current.collective != kNotCollective) state_.collectives_completed = state_.current.collective + 1;
+  progress_.busy = 0;
+  progress_.has_last = 1;
+  progress_.last = progress_.current;
+  if (ok && progress_.current.collective != kNotCollective) progress_.completed = progress_.current.collective + 1;
+  publish();
+}
+
+void Ledger::ran(const LedgerEntry& entry, bool ok) {
+  progress_.busy = 0;
+  progress_.has_last = 1;
+  progress_.current = progress_.last = entry;
+  if (entry.collective != kNotCollective) {
+    progress_.started = entry.collective + 1;
+    if (ok) progress_.completed = entry.collective + 1;
+  }
+  publish();
+}
+
+// A sequence lock's writer: odd version, the words, even version (one writer at a time).
+void Ledger::publish() {
+  const uint64_t version = progress_version_.load(std::memory_order_relaxed);
+  progress_version_.store(version + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  const auto* bytes = reinterpret_cast<const char*>(&progress_);
+  for (size_t i = 0; i < kProgressWords; ++i) {
+    uint64_t word;
+    std::memcpy(&word, bytes + i * sizeof word, sizeof word);
+    published_[i].store(word, std::memory_order_relaxed);
+  }
+  progress_version_.store(version + 2, std::memory_order_release);
+}
+
+// Its reader: retries while a write is under way or happened during the read.
+Ledger::Progress Ledger::readProgress() const {
+  uint64_t words[kProgressWords];
+  for (;;) {
+    const uint64_t before = progress_version_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < kProgressWords; ++i) words[i] = published_[i].load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if ((before & 1) == 0 && progress_version_.load(std::memory_order_relaxed) == before) break;
+    std::this_thread::yield();
+  }
+  Progress p;
+  std::memcpy(&p, words, sizeof p);
+  return p;
 }
 
 void Ledger::failed(const std::string& error) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (state_.failed) return;
-  state_.failed = true;
-  state_.error = error.substr(0, kMaxError - 1);
+  if (failed_) return;
+  failed_ = true;
+  error_ = error.substr(0, kMaxError - 1);
 }
 
 void Ledger::setPointToPoint(std::function<std::string()> describe) {
@@ -129,9 +176,20 @@ void Ledger::setPointToPoint(std::function<std::string()> describe) {
 }
 
 LedgerSnapshot Ledger::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  LedgerSnapshot s = state_;
-  if (p2p_) s.p2p = p2p_().substr(0, kMaxP2p - 1);
+  LedgerSnapshot s;
+  const Progress p = readProgress();
+  s.collectives_started = p.started;
+  s.collectives_completed = p.completed;
+  s.busy = p.busy != 0;
+  s.has_last = p.has_last != 0;
+  s.current = p.current;
+  s.last = p.last;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.failed = failed_;
+    s.error = error_;
+    if (p2p_) s.p2p = p2p_().substr(0, kMaxP2p - 1);
+  }
   s.rank = rank_;
   s.collectives_issued = issued_.load(std::memory_order_relaxed);
   return s;

@@ -42,6 +42,7 @@ void CommunicatorImpl::push(OpRequest op, bool keeps_hot) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) throw Error(ErrorCode::InvalidArgument, "communicator is being destroyed");
     op.enqueued = Clock::now();
+    op.work->queued_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(op.enqueued.time_since_epoch()).count();
     if (keeps_hot) last_push_ = op.enqueued;
     else unkicked_.store(true, std::memory_order_relaxed);
     queue_.push_back(std::move(op));

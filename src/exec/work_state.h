@@ -54,10 +54,10 @@ struct DriverLink {
 
 struct WorkState {
   uint64_t sequence = 0;
-  std::string op_name;  // "allreduce"
+  const char* op_name = "";  // "allreduce": a literal (toString), never freed
   std::shared_ptr<DriverLink> link;
   bool watched = false;  // run from the communicator's queue, so the link's watchdog applies
-  int64_t queued_ns = 0;  // when it was issued (DriverLink::nowNs): the watchdog counts from here at the earliest
+  int64_t queued_ns = 0;  // when it was queued (DriverLink::nowNs): the watchdog counts from here at the earliest
 
   std::mutex mu;
   std::condition_variable cv;

@@ -9,26 +9,12 @@ namespace coll::transport::shm {
 
 Board::Board(int rank, std::vector<BoardCell*> cells) : rank_(rank), cells_(std::move(cells)) {}
 
-// count (< 2^24: the board holds 4 KiB) | root + 1 (< 2^24) | type | op (0 for a broadcast).
-uint64_t Board::fingerprint(size_t count, DataType type, ReduceOp op, int root) {
-  const uint64_t reduce_op = root < 0 ? static_cast<uint64_t>(op) : 0;
-  return (static_cast<uint64_t>(count) << 40) | (static_cast<uint64_t>(root + 1) << 16) |
-         (static_cast<uint64_t>(type) << 8) | reduce_op;
-}
-
 std::string Board::describe(uint64_t fingerprint) {
   auto count = static_cast<unsigned long long>(fingerprint >> 40);
   auto type = static_cast<DataType>((fingerprint >> 8) & 0xff);
   const int root = static_cast<int>((fingerprint >> 16) & 0xffffff) - 1;
   if (root >= 0) return format("a broadcast of %llu x %s from root %d", count, toString(type), root);
   return format("an all-reduce of %llu x %s %s", count, toString(type), toString(static_cast<ReduceOp>(fingerprint & 0xff)));
-}
-
-void Board::post(uint64_t sequence, uint64_t fingerprint, const void* data, size_t bytes) {
-  BoardCell& mine = cell(rank_, sequence);
-  if (bytes > 0) std::memcpy(mine.data, data, bytes);  // a broadcast's non-roots may have no buffer
-  mine.fingerprint = fingerprint;
-  mine.sequence.store(sequence, std::memory_order_release);
 }
 
 bool Board::allPosted(uint64_t sequence) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,21 @@ class Board {
   Board(int rank, std::vector<BoardCell*> cells);
 
   // What every rank's call must agree on: count, type, op and root (-1: all-reduce), packed.
-  static uint64_t fingerprint(size_t count, DataType type, ReduceOp op, int root);
+  // count (< 2^24: the board holds 4 KiB) | root + 1 (< 2^24) | type | op (0 for a broadcast).
+  // Inline, as post() is: both run on every board op.
+  static uint64_t fingerprint(size_t count, DataType type, ReduceOp op, int root) {
+    const uint64_t reduce_op = root < 0 ? static_cast<uint64_t>(op) : 0;
+    return (static_cast<uint64_t>(count) << 40) | (static_cast<uint64_t>(root + 1) << 16) |
+           (static_cast<uint64_t>(type) << 8) | reduce_op;
+  }
   static std::string describe(uint64_t fingerprint);  // "4 x f32 sum", "4 x f32 from root 2"
 
-  void post(uint64_t sequence, uint64_t fingerprint, const void* data, size_t bytes);
+  void post(uint64_t sequence, uint64_t fingerprint, const void* data, size_t bytes) {
+    BoardCell& mine = cell(rank_, sequence);
+    if (bytes > 0) std::memcpy(mine.data, data, bytes);  // a broadcast's non-roots may have no buffer
+    mine.fingerprint = fingerprint;
+    mine.sequence.store(sequence, std::memory_order_release);
+  }
   // True once every rank has posted op `sequence`.
   bool allPosted(uint64_t sequence);
   bool posted(int rank, uint64_t sequence) const { return cell(rank, sequence).sequence.load(std::memory_order_acquire) == sequence; }
