@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -19,7 +20,7 @@ struct Boards {
     for (int r = 0; r < n; ++r) views.emplace_back(r, cells);
   }
   void post(int rank, uint64_t op, float value) {
-    views[rank].post(op, Board::fingerprint(1, DataType::f32, ReduceOp::sum, -1), &value, sizeof value);
+    views[rank].post(op, Board::fingerprint(1, DataType::f32, ReduceOp::sum, -1), &value, sizeof value, sizeof value);
   }
   std::vector<std::unique_ptr<BoardCell[]>> owned;
   std::vector<Board> views;
@@ -85,7 +86,8 @@ TEST(Board, DisagreeingNamesTheLowestOtherRank) {
   const uint64_t mine = Board::fingerprint(1, DataType::f32, ReduceOp::sum, -1);
   float v = 1;
   for (int r = 0; r < 4; ++r)
-    b.views[r].post(1, r == 2 || r == 3 ? Board::fingerprint(2, DataType::f32, ReduceOp::sum, -1) : mine, &v, sizeof v);
+    b.views[r].post(1, r == 2 || r == 3 ? Board::fingerprint(2, DataType::f32, ReduceOp::sum, -1) : mine, &v, sizeof v,
+                     sizeof v);
   EXPECT_EQ(b.views[0].disagreeing(1, mine), 2);
   EXPECT_EQ(b.views[0].disagreeing(1, b.views[0].fingerprintOf(3, 1)), 0);
 }
@@ -94,13 +96,35 @@ TEST(Board, BroadcastCopiesTheRootsCell) {
   Boards b(3);
   const uint64_t fp = Board::fingerprint(3, DataType::i32, ReduceOp::sum, 1);
   const int32_t data[3] = {7, -8, 9};
-  for (int r = 0; r < 3; ++r) b.views[r].post(1, fp, r == 1 ? data : nullptr, r == 1 ? sizeof data : 0);
+  for (int r = 0; r < 3; ++r) b.views[r].post(1, fp, r == 1 ? data : nullptr, r == 1 ? sizeof data : 0, sizeof data);
   int32_t out[3] = {};
   ASSERT_TRUE(b.views[2].allPosted(1));
   b.views[2].copyFrom(1, 1, out, sizeof out);
   EXPECT_EQ(out[0], 7);
   EXPECT_EQ(out[1], -8);
   EXPECT_EQ(out[2], 9);
+}
+
+// Operands over several cache lines (allPosted prefetches a missing peer's up to 8 lines, and
+// none past that): every element of every line is combined, whoever posts last.
+TEST(Board, OperandsSpanningLinesCombineWhole) {
+  for (size_t count : {11u, 12u, 27u, 28u, 29u, 200u}) {
+    Boards b(3);
+    const uint64_t fp = Board::fingerprint(count, DataType::f32, ReduceOp::max, -1);
+    std::vector<std::vector<float>> in(3, std::vector<float>(count));
+    for (int r = 0; r < 3; ++r)
+      for (size_t i = 0; i < count; ++i) in[r][i] = static_cast<float>((i * 7 + r * 3) % 11);
+    const size_t bytes = count * sizeof(float);
+    b.views[0].post(1, fp, in[0].data(), bytes, bytes);
+    b.views[2].post(1, fp, in[2].data(), bytes, bytes);
+    EXPECT_FALSE(b.views[0].allPosted(1)) << count;  // prefetches rank 1's stale lines
+    b.views[1].post(1, fp, in[1].data(), bytes, bytes);
+    ASSERT_TRUE(b.views[0].allPosted(1)) << count;
+    std::vector<float> out(count, -1);
+    b.views[0].combine(1, out.data(), count, DataType::f32, ReduceOp::max);
+    for (size_t i = 0; i < count; ++i)
+      EXPECT_EQ(out[i], std::max({in[0][i], in[1][i], in[2][i]})) << count << " elements, element " << i;
+  }
 }
 
 }  // namespace

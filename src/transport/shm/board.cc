@@ -23,7 +23,12 @@ bool Board::allPosted(uint64_t sequence) {
     waiting_for_ = 0;
   }
   while (waiting_for_ < size() && posted(waiting_for_, sequence)) ++waiting_for_;
-  return waiting_for_ == size();
+  if (waiting_for_ == size()) return true;
+  // While a peer has not posted, ask for the rest of its operand: those lines then travel
+  // beside the one holding its sequence instead of one after another once it has posted.
+  const auto* lines = reinterpret_cast<const char*>(&cell(waiting_for_, sequence));
+  for (int l = 1; l <= extra_lines_; ++l) __builtin_prefetch(lines + 64 * l);
+  return false;
 }
 
 std::vector<int> Board::missing(uint64_t sequence) const {

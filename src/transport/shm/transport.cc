@@ -379,8 +379,9 @@ void ShmTransport::buildBoard() {
 uint64_t ShmTransport::post(const BoardCall& call) {
   const uint64_t sequence = ++board_ops_;
   const bool has_data = call.root < 0 || call.root == dir_.rank;  // a broadcast's others only arrive
-  board_->post(sequence, Board::fingerprint(call.count, call.type, call.op, call.root), call.in,
-               has_data ? call.count * sizeOf(call.type) : 0);
+  const size_t bytes = call.count * sizeOf(call.type);
+  board_->post(sequence, Board::fingerprint(call.count, call.type, call.op, call.root), call.in, has_data ? bytes : 0,
+               bytes);
   return sequence;
 }
 
