@@ -10,6 +10,7 @@
 #include "bootstrap/roll_call.h"
 #include "comm/call_check.h"
 #include "comm/device_request.h"
+#include "cuda/runtime.h"
 #include "comm/launcher_lifeline.h"
 #include "exec/executor.h"
 #include "base/log.h"
@@ -41,6 +42,7 @@ CommunicatorImpl::CommunicatorImpl(const CommOptions& options, const Config& con
   options_.secret = secret_;
   options_.timeout = config_.timeout;
   if (!config_.trace_file.empty()) trace_ = std::make_unique<OpTrace>(config_.trace_file, options.name, rank_, size_);
+  gpu_present_ = cuda::gpuPresent();
 }
 
 Status CommunicatorImpl::create(const CommOptions& options, const Config& global,
@@ -197,7 +199,8 @@ void CommunicatorImpl::refuseInForkedChild(const char* what) const {
 Work CommunicatorImpl::enqueue(OpRequest op) {
   refuseInForkedChild(toString(op.kind));
   Status st = validate(op, rank_, size_);
-  if (st) st = markDevice(op, rank_, size_);
+  // Without a GPU, markDevice() only refuses a stream: not a call an op.
+  if (st && (gpu_present_ || op.stream)) st = markDevice(op, rank_, size_);
   if (!st) throw st.toError(format("%s (rank %d)", toString(op.kind), rank_));
   if (group_depth_ > 0 && !isPointToPoint(op.kind))
     throw Error(ErrorCode::InvalidArgument, format("%s (rank %d): only send and recv may be issued between groupStart "

@@ -70,7 +70,8 @@ class CommunicatorImpl final : private detail::OpDriver {
   Status connectNeighbours();
   // Point-to-point on its own engine (comm/p2p_ops.cc).
   Status startP2p(const CommOptions& options, const transport::PeerDirectory& collectives);
-  bool takesP2pEngine(const OpRequest& op) const;
+  // Host send/recv go to the point-to-point engine (p2p/engine.h).
+  bool takesP2pEngine(const OpRequest& op) const { return isPointToPoint(op.kind) && op.device < 0 && p2p_ != nullptr; }
   void postP2p(std::vector<OpRequest> ops);
   Status initSelector(std::vector<topology::AlgoRule> rules);
   Status timedAllreduce(const algo::AlgorithmInfo& algorithm, size_t bytes, double* seconds);
@@ -124,6 +125,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   topology::HostGrouping hosts_;
   std::unique_ptr<topology::Selector> selector_;  // engine_mu_ holder only, after init
   transport::SmallOpBoard* board_ = nullptr;       // one-host small all-reduces (small_op_board.h)
+  bool gpu_present_ = false;          // cuda::gpuPresent(), read once
   size_t board_bytes_ = 0;            // board_->capacity(), read once
   size_t board_broadcast_bytes_ = 0;  // the largest broadcast that goes there
   transport::TransportSet transports_;

@@ -140,6 +140,7 @@ void Ledger::publish() {
   progress_version_.store(version + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   const auto* bytes = reinterpret_cast<const char*>(&progress_);
+#pragma GCC unroll 16
   for (size_t i = 0; i < kProgressWords; ++i) {
     uint64_t word;
     std::memcpy(&word, bytes + i * sizeof word, sizeof word);

@@ -36,10 +36,6 @@ Status CommunicatorImpl::startP2p(const CommOptions& options, const transport::P
   return Status::ok();
 }
 
-bool CommunicatorImpl::takesP2pEngine(const OpRequest& op) const {
-  return isPointToPoint(op.kind) && op.device < 0 && p2p_ != nullptr;
-}
-
 void CommunicatorImpl::postP2p(std::vector<OpRequest> ops) {
   std::vector<p2p::Message> messages;
   messages.reserve(ops.size());
