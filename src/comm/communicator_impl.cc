@@ -337,7 +337,8 @@ Error CommunicatorImpl::withLedger(const OpRequest& op, const Error& error) {
   LedgerSnapshot mine = ledger_.snapshot();
   LedgerEntry entry = mine.current;
   LedgerAnswers answers =
-      askLedgers(*store_, key_prefix_, rank_, size_, mine, entry.collective, transport::Clock::now() + window);
+      askLedgers(*store_, key_prefix_, rank_, size_, mine, entry.collective, transport::Clock::now() + window,
+                 store_server_ != nullptr);
   COLL_INFO("STORE", "rank %d: ledger question about %s: %d store calls%s", rank_, entry.label().c_str(),
             answers.store_calls, answers.reused ? " (another rank's question, read whole)" : "");
   entry.sequence = op.work->sequence;

@@ -16,6 +16,10 @@ constexpr auto kReconnectLimit = std::chrono::seconds(10);
 constexpr auto kStoreCallLimit = std::chrono::seconds(2);
 // How often the asker looks for answers that have not arrived yet.
 constexpr auto kAnswerPoll = std::chrono::milliseconds(5);
+// How often a later asker looks for the first asker's published answers. Shorter: the first
+// asker is often the store's host, and it may fail and take the store down a millisecond or two
+// after publishing (netcluster.link_down once lost rank 0's answers to rank 1 that way).
+constexpr auto kPublishedPoll = std::chrono::milliseconds(1);
 
 std::string askKey(const std::string& prefix, int64_t k) { return prefix + "ledger/ask/" + std::to_string(k); }
 std::string answerKey(const std::string& prefix, int64_t k, int rank) {
@@ -25,6 +29,12 @@ std::string answeredKey(const std::string& prefix, int64_t k) {
   return prefix + "ledger/answered/" + std::to_string(k);
 }
 std::string allKey(const std::string& prefix, int64_t k) { return prefix + "ledger/all/" + std::to_string(k); }
+std::string holdersKey(const std::string& prefix, int64_t k) {
+  return prefix + "ledger/holders/" + std::to_string(k);
+}
+
+// How long the store's host waits, after a question, for the other ranks to hold its answers.
+constexpr auto kHostLinger = std::chrono::milliseconds(250);
 
 }  // namespace
 
@@ -112,10 +122,10 @@ class Asking {
 
   // Calls `done` (a store call that polls) every kAnswerPoll until it holds or the window ends.
   template <typename Done>
-  void pollUntil(Done done) {
+  void pollUntil(Done done, std::chrono::milliseconds every = kAnswerPoll) {
     while (a_.store_problem.empty() && !done()) {
       if (bootstrap::Clock::now() >= end_) return;
-      std::this_thread::sleep_for(kAnswerPoll);
+      std::this_thread::sleep_for(every);
     }
   }
 
@@ -140,10 +150,27 @@ class Asking {
     call(store_.set(allKey(prefix_, k), all, deadline()));
   }
 
+  // Counts this rank among the holders of question k's answers. The store's host then waits,
+  // at most kHostLinger, until every rank that answered holds them too: it is about to take the
+  // store down with its failed communicator, and the others are reading the answers from there
+  // (netcluster.link_down: rank 0 published, failed and closed the store while ranks 1 and 3
+  // still polled for its answers, and they could then not name the rank that was cut off).
+  void hold(int64_t k, bool hosts_store) {
+    int64_t holders = 0;
+    if (!call(store_.add(holdersKey(prefix_, k), 1, &holders, deadline())) || !hosts_store) return;
+    int answered = 0;
+    for (const auto& s : a_.of_rank) answered += s ? 1 : 0;
+    const auto until = bootstrap::Clock::now() + kHostLinger;
+    while (holders < answered && bootstrap::Clock::now() < until) {
+      std::this_thread::sleep_for(kPublishedPoll);
+      if (!call(store_.add(holdersKey(prefix_, k), 0, &holders, deadline()))) return;
+    }
+  }
+
   // The first asker's published answers; false if they did not come within the window.
   bool readPublished(int64_t k) {
     bool exists = false;
-    pollUntil([&] { return call(store_.check(allKey(prefix_, k), &exists, deadline())) && exists; });
+    pollUntil([&] { return call(store_.check(allKey(prefix_, k), &exists, deadline())) && exists; }, kPublishedPoll);
     std::string all;
     const size_t each = LedgerSnapshot::encodedBytes();
     if (!exists || !call(store_.get(allKey(prefix_, k), &all, deadline())) || all.size() != each * size_) return false;
@@ -173,18 +200,23 @@ class Asking {
 }  // namespace
 
 LedgerAnswers askLedgers(bootstrap::StoreClient& store, const std::string& key_prefix, int rank, int size,
-                         const LedgerSnapshot& mine, uint64_t about, bootstrap::Deadline window_end) {
+                         const LedgerSnapshot& mine, uint64_t about, bootstrap::Deadline window_end,
+                         bool hosts_store) {
   LedgerAnswers a;
   a.of_rank.resize(static_cast<size_t>(size));
   a.of_rank[static_cast<size_t>(rank)] = mine;
   Asking asking(store, key_prefix, rank, size, window_end, &a);
   int64_t k = asking.sharedQuestion(about);
-  if (k > 0 && asking.readPublished(k)) return a;
+  if (k > 0 && asking.readPublished(k)) {
+    asking.hold(k, hosts_store);
+    return a;
+  }
   if (k == 0) k = asking.ask(about);
   if (k == 0) return a;  // the store could not be asked: store_problem says why
   asking.collectAnswers(k);
   if (!a.store_problem.empty()) return a;
   asking.publish(k);
+  asking.hold(k, hosts_store);
   return a;
 }
 

@@ -61,8 +61,10 @@ struct LedgerAnswers {
 
 // Asks every other rank (caller's own snapshot goes in as `mine`) about collective `about`
 // (kNotCollective: point-to-point, never shared) and collects what arrives before window_end.
-// Progress thread (it uses the communicator's store client).
+// Progress thread (it uses the communicator's store client). hosts_store: this rank runs the
+// store, and waits (at most 250 ms) for the other ranks to hold the answers before returning.
 LedgerAnswers askLedgers(bootstrap::StoreClient& store, const std::string& key_prefix, int rank, int size,
-                         const LedgerSnapshot& mine, uint64_t about, bootstrap::Deadline window_end);
+                         const LedgerSnapshot& mine, uint64_t about, bootstrap::Deadline window_end,
+                         bool hosts_store = false);
 
 }  // namespace coll
