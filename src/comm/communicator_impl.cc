@@ -196,7 +196,7 @@ void CommunicatorImpl::refuseInForkedChild(const char* what) const {
                      what, rank_, static_cast<int>(::getpid()), static_cast<int>(created_.pid)));
 }
 
-Work CommunicatorImpl::enqueue(OpRequest op) {
+Work CommunicatorImpl::enqueue(OpRequest&& op) {
   refuseInForkedChild(toString(op.kind));
   Status st = validate(op, rank_, size_);
   // Without a GPU, markDevice() only refuses a stream: not a call an op.
@@ -218,28 +218,31 @@ Work CommunicatorImpl::enqueue(OpRequest op) {
   op.wire_sequence = isPointToPoint(op.kind) ? p2p_sequence_[2 * op.root + (op.kind == OpKind::send ? 1 : 0)]++
                                              : collective_sequence_++;
   if (!isPointToPoint(op.kind)) ledger_.issued(collective_sequence_);
-  Work work(op.work);
   if (takesP2pEngine(op) && group_depth_ == 0) {
+    Work work(op.work);
     std::vector<OpRequest> one;
     one.push_back(std::move(op));
     postP2p(std::move(one));
     return work;
   }
   if (group_depth_ > 0) {  // held back until groupEnd releases the whole group at once
+    Work work(op.work);
     op.work->queued_ns = detail::DriverLink::nowNs();
     group_.push_back(std::move(op));
     return work;
   }
-  const bool hold = op.device >= 0 && op.stream;
-  if (!hold) {
-    if (!runNowOnBoard(op)) push(std::move(op));
-    return work;
+  if (op.device >= 0 && op.stream) return enqueueOnStream(std::move(op));
+  Work work;
+  if (!runNowOnBoard(op, &work)) {
+    work = Work(op.work);
+    push(std::move(op));
   }
-  return enqueueOnStream(std::move(op), std::move(work));
+  return work;
 }
 
 // An op on device buffers with a stream: the stream waits for it (stream_gate.h).
-Work CommunicatorImpl::enqueueOnStream(OpRequest op, Work work) {
+Work CommunicatorImpl::enqueueOnStream(OpRequest&& op) {
+  Work work(op.work);
   // cuda_ipc ops on a stream complete before the call returns (cuda/device_ops.h says why).
   const bool finish_now = cuda::takesIpcPath(op, size_, hosts_.num_hosts == 1, config_);
   OpRequest held;  // what holdStreams() needs, after op has moved into the queue

@@ -48,8 +48,8 @@ class CommunicatorImpl final : private detail::OpDriver {
   int localRank() const { return local_rank_; }
 
   // Validates, numbers and queues the op; throws coll::Error (InvalidArgument) on bad input.
-  Work enqueue(OpRequest op);
-  Work enqueueOnStream(OpRequest op, Work work);
+  Work enqueue(OpRequest&& op);
+  Work enqueueOnStream(OpRequest&& op);
   void abort(const std::string& reason);
   // Communicator::setAlgorithms. Issuing thread.
   void setAlgorithms(const std::string& rules);
@@ -90,7 +90,9 @@ class CommunicatorImpl final : private detail::OpDriver {
   void prepareContext(ExecContext& ctx);  // deadline, scratch and connections for one run
   void findBoard();
   bool onBoard(const OpRequest& op) const;
-  bool runNowOnBoard(OpRequest& op);
+  // Runs a small op on the board where it can at issue; true if it did (finished, or posted
+  // and queued), with *handle the op's Work.
+  bool runNowOnBoard(OpRequest& op, Work* handle);
   transport::BoardCall boardCall(const OpRequest& op);
   std::shared_ptr<detail::WorkState> newWorkState(const OpRequest& op);
   Status runOnBoard(const OpRequest& issued, std::string* algorithm, bool* refused);
