@@ -2,6 +2,9 @@
 // sentence a stalled op's error carries, and COLL_CHECK's comparison of calls.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "comm/call_check.h"
 #include "comm/ledger.h"
 #include "comm/stall_report.h"
@@ -58,6 +61,54 @@ TEST(Snapshot, SurvivesItsWireForm) {
   EXPECT_EQ(s->last.label(), "allreduce #41");
   EXPECT_EQ(s->error, "broadcast #42: peer 9 closed the connection");
   EXPECT_FALSE(LedgerSnapshot::decode("garbage").has_value());
+}
+
+TEST(Snapshot, RanRecordsAStartAndACompletionAtOnce) {
+  Ledger ledger(0);
+  ledger.ran(entry(OpKind::allreduce, 7, 7, "board"), true);
+  LedgerSnapshot s = ledger.snapshot();
+  EXPECT_FALSE(s.busy);
+  EXPECT_TRUE(s.has_last);
+  EXPECT_EQ(s.collectives_started, 8u);
+  EXPECT_EQ(s.collectives_completed, 8u);
+  EXPECT_EQ(s.current.label(), "allreduce #7");
+  EXPECT_EQ(s.last.label(), "allreduce #7");
+  ledger.ran(entry(OpKind::allreduce, 8, 8, "board"), false);  // a failed op: started, not completed
+  s = ledger.snapshot();
+  EXPECT_EQ(s.collectives_started, 9u);
+  EXPECT_EQ(s.collectives_completed, 8u);
+}
+
+// The ops' runner publishes without a lock (a sequence lock); a responder's snapshot taken
+// meanwhile must still be one moment's state, never half of one op and half of another.
+TEST(Snapshot, IsNeverTornWhileOpsRun) {
+  Ledger ledger(0);
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (uint64_t i = 1; !stop.load(std::memory_order_relaxed); ++i) {
+      OpRequest r = call(OpKind::allreduce, i);  // the count says which op wrote the entry
+      if (i % 2) {
+        ledger.started({i, i, OpFingerprint::of(r, "ring")});
+        ledger.completed(true);
+      } else {
+        ledger.ran({i, i, OpFingerprint::of(r, "board")}, true);
+      }
+    }
+  });
+  uint64_t last_started = 0;
+  for (int k = 0; k < 20000; ++k) {
+    LedgerSnapshot s = ledger.snapshot();
+    ASSERT_EQ(s.current.fingerprint.count, s.current.sequence) << "snapshot " << k;
+    ASSERT_EQ(s.last.fingerprint.count, s.last.sequence) << "snapshot " << k;
+    ASSERT_LE(s.collectives_completed, s.collectives_started) << "snapshot " << k;
+    ASSERT_GE(s.collectives_started, last_started) << "snapshot " << k;  // never goes back
+    if (s.has_last && !s.busy) {
+      ASSERT_EQ(s.collectives_completed, s.last.collective + 1) << "snapshot " << k;
+    }
+    last_started = s.collectives_started;
+  }
+  stop = true;
+  writer.join();
 }
 
 TEST(RankList, ReadsLikeEnglish) {
