@@ -443,7 +443,10 @@ bool ShmTransport::quickLook(uint64_t sequence) {
 // one yield lets it post (a rank sharing the core, most often), and the op may then finish
 // where it was issued instead of going through the queue and a waiter (4 ranks on 2 cores,
 // 8-byte all-reduce: that path costs each of the two ranks on a core about 1,000 instructions
-// an op more). A yield is bounded: nothing here waits for a peer.
+// an op more). Nothing here waits for a peer. The cost: where the core's other runnable task
+// is not a peer but a computation, the yield lends it the core until the scheduler's next
+// tick (a few ms at most) before issuing returns; only small ops on a host whose ranks
+// outnumber its cores do this, where that core is shared anyway.
 bool ShmTransport::lookAfterYielding(uint64_t sequence) {
   if (config_.shm_spin_us > 0) return false;
   ::sched_yield();
