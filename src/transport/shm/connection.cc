@@ -29,8 +29,9 @@ constexpr size_t kCombineBytes = 8 << 10;
 // the source is likely in cache and memcpy's shorter start wins.
 constexpr size_t kPrefetchingCopyBytes = 16 << 10;
 
-void copyPayload(uint8_t* slot, const uint8_t* data, size_t n) {
-  if (n >= kPrefetchingCopyBytes) reduce::copyPrefetching(slot, data, n);
+void copyPayload(uint8_t* slot, const uint8_t* data, size_t n, bool streamed) {
+  if (streamed) reduce::copyStreaming(slot, data, n);  // ends with a fence: visible before the slot's header
+  else if (n >= kPrefetchingCopyBytes) reduce::copyPrefetching(slot, data, n);
   else std::memcpy(slot, data, n);
 }
 
@@ -172,16 +173,26 @@ bool ShmConnection::writeSlot(SendRequest& s) {
     return true;
   }
   h.length = std::min<uint64_t>(s.ready - s.offset, e_.outbound.payloadBytes());
-  copyPayload(slot + kSlotHeaderBytes, s.data + s.offset, h.length);
+  if (s.offset == 0) chooseCopy(s);
+  copyPayload(slot + kSlotHeaderBytes, s.data + s.offset, h.length, s.streamed);
   if (s.copy_to) {  // around the caches only where the op's buffers dwarf them, as receives do
-    if (streaming_receives_) reduce::copyStreaming(s.copy_to + s.offset, slot + kSlotHeaderBytes, h.length);
-    else std::memcpy(s.copy_to + s.offset, slot + kSlotHeaderBytes, h.length);
+    // From the slot while it is in the cache; a streamed slot is not, the source is as near.
+    const uint8_t* from = s.streamed ? s.data + s.offset : slot + kSlotHeaderBytes;
+    if (streaming_receives_) reduce::copyStreaming(s.copy_to + s.offset, from, h.length);
+    else std::memcpy(s.copy_to + s.offset, from, h.length);
   }
   std::memcpy(slot, &h, sizeof h);
   s.offset += h.length;
   if (s.offset < s.bytes) return false;
+  if (s.timed) copy_policy_.record(s.streamed, s.bytes, std::chrono::steady_clock::now() - s.first_slot);
   complete(s.cookie, Status::ok());  // every byte is in the ring: the buffer is free again
   return true;
+}
+
+// A message's first slot: how its payload goes in (slot_copy_policy.h).
+void ShmConnection::chooseCopy(SendRequest& s) {
+  s.streamed = copy_policy_.streams(s.bytes, s.ready == s.bytes, &s.timed);
+  if (s.timed) s.first_slot = std::chrono::steady_clock::now();
 }
 
 bool ShmConnection::reapCmaSends() {

@@ -14,12 +14,14 @@
 // requests then fail with PeerLost, as a closed socket would.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <string>
 #include <vector>
 
 #include "transport/shm/layout.h"
 #include "transport/shm/segment.h"
+#include "transport/shm/slot_copy_policy.h"
 #include "transport/transport.h"
 
 namespace coll::transport::shm {
@@ -80,6 +82,9 @@ class ShmConnection : public Connection {
     size_t offset = 0;        // inline: bytes already in slots
     uint64_t cma_sequence = 0;
     uint8_t* copy_to = nullptr;  // postSendCopying: the second destination of the bytes
+    bool streamed = false;       // its slots written around the cache (slot_copy_policy.h)
+    bool timed = false;          // ... and its time reported to the policy when written
+    std::chrono::steady_clock::time_point first_slot;
   };
   struct RecvRequest {
     uint8_t* data;
@@ -98,6 +103,7 @@ class ShmConnection : public Connection {
   bool outboundFull();
   void publishSlot();  // the slot at head_ is written: hand it to the peer
   bool writeSlot(SendRequest& s);  // true when the request left the queue
+  void chooseCopy(SendRequest& s);  // at its first slot: how it goes in, and whether it is timed
   bool reapCmaSends();
   bool pullRecvs();
   bool readSlot(const SlotHeader& h, RecvRequest& r);  // true when the slot is done with
@@ -130,6 +136,7 @@ class ShmConnection : public Connection {
   uint64_t tail_ = 0;       // inbound: slots we released
   uint64_t head_seen_ = 0;  // inbound: the peer's head, last read
   Status failure_;          // the first error sticks
+  SlotCopyPolicy copy_policy_;  // outbound: how large payloads go into slots
 };
 
 }  // namespace coll::transport::shm
