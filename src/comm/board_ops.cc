@@ -34,16 +34,13 @@ void CommunicatorImpl::findBoard() {
   for (int p = 0; p < size_; ++p)
     if (p != rank_ && transports_.for_peer[p] != t) return;
   board_ = t->board();
-  if (board_) {
-    board_bytes_ = board_->capacity();
-    board_broadcast_bytes_ = std::min(board_bytes_, kBoardBroadcastBytes);
-  }
-  if (board_)
-    COLL_INFO("TUNE", "allreduce and barrier of 1 B to %s, broadcast to %s -> board (%s): every rank posts its "
-              "operand in shared memory and combines all %d (or copies the root's), one step instead of the message "
-              "path's log2(n); COLL_SHM_BOARD_BYTES sets the limit, a COLL_ALGO rule for the size overrides it",
-              formatBytes(board_->capacity()).c_str(),
-              formatBytes(std::min(board_->capacity(), kBoardBroadcastBytes)).c_str(), t->name(), size_);
+  if (!board_) return;
+  board_bytes_ = board_->capacity();
+  board_broadcast_bytes_ = std::min(board_bytes_, kBoardBroadcastBytes);
+  COLL_INFO("TUNE", "allreduce and barrier of 1 B to %s, broadcast to %s -> board (%s): every rank posts its "
+            "operand in shared memory and combines all %d (or copies the root's), one step instead of the message "
+            "path's log2(n); COLL_SHM_BOARD_BYTES sets the limit, a COLL_ALGO rule for the size overrides it",
+            formatBytes(board_bytes_).c_str(), formatBytes(board_broadcast_bytes_).c_str(), t->name(), size_);
 }
 
 bool CommunicatorImpl::onBoard(const OpRequest& op) const {

@@ -8,7 +8,6 @@
 // fingerprint, then the sequence with release; readers load the sequence with acquire.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

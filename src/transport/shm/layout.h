@@ -22,7 +22,7 @@
 namespace coll::transport::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
-inline constexpr uint32_t kLayoutVersion = 4;
+inline constexpr uint32_t kLayoutVersion = 3;
 inline constexpr uint32_t kSlotMagic = 0x544f4c53;                // "SLOT"
 inline constexpr size_t kHeaderBytes = 4096;
 inline constexpr size_t kControlBytes = 512;
@@ -68,13 +68,11 @@ static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
 // The small-op board (board.h): the owner posts a small operand in one of its two cells, every
 // local peer reads it. Successive board ops alternate cells, so a rank may post the next op
 // while a slower peer still reads the last one. The first 48 payload bytes share the cache
-// line of the sequence, so an 8-byte all-reduce moves one line per peer. Cells start on
-// 128 bytes: the CPU's adjacent-line prefetch then brings a cell's second line along with the
-// first, so operands of 49 to 112 bytes cost no second wait (2 ranks, 64 B: 0.60 us against
-// 0.48 for 8 B when the second cell started mid-pair).
+// line of the sequence, so an 8-byte all-reduce moves one line per peer (a waiting peer
+// prefetches the lines of a longer operand: Board::allPosted).
 inline constexpr size_t kBoardPayloadBytes = 4096;
 struct BoardCell {
-  alignas(128) std::atomic<uint64_t> sequence{0};  // the board op whose operand this holds (0: none)
+  alignas(64) std::atomic<uint64_t> sequence{0};  // the board op whose operand this holds (0: none)
   uint64_t fingerprint = 0;                        // that op's collective, type, op and count
   uint8_t data[kBoardPayloadBytes];
 };

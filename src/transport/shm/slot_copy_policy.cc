@@ -12,7 +12,7 @@ constexpr double kStreamingMargin = 0.85;
 }  // namespace
 
 double SlotCopyPolicy::Samples::median() const {
-  const int n = std::min(count, kSamples);
+  const int n = count;
   std::array<double, kSamples> sorted{};
   for (int i = 0; i < n; ++i) {  // insertion sort of at most kSamples values
     int j = i;

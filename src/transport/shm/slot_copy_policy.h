@@ -21,6 +21,7 @@
 // the slots written the old way, a message's time is still the old method's.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -46,8 +47,13 @@ class SlotCopyPolicy {
   // The last kSamples times per byte of one method, and their median.
   struct Samples {
     std::array<double, kSamples> ns_per_byte{};
-    int count = 0;
-    void add(double sample) { ns_per_byte[static_cast<size_t>(count++ % kSamples)] = sample; }
+    int count = 0;  // held, at most kSamples
+    size_t next = 0;  // where the next one goes, the oldest
+    void add(double sample) {
+      ns_per_byte[next] = sample;
+      next = (next + 1) % kSamples;
+      count = std::min(count + 1, kSamples);
+    }
     double median() const;
   };
 
