@@ -389,9 +389,14 @@ void PerfRunner::runCombination(DataType type, ReduceOp op, int root) {
   InputPattern pattern(type, desc_.hasOp ? std::optional<ReduceOp>(op) : std::nullopt,
                        comm_.size());
   double ignored = 0;
+  // Both placements are warmed: an in-place op sends from another buffer, whose first uses
+  // may cost more (the shm transport makes reused send buffers huge-page backed).
   if (opts_.warmupIters > 0) {
     for (size_t bytes : {opts_.maxBytes, opts_.minBytes}) {
-      timeOps(makeRow(bytes, type, op, root, pattern), false, opts_.warmupIters, &ignored);
+      for (bool inPlace : {false, true}) {
+        if (inPlace && desc_.inPlace == CollDesc::InPlace::kNone) continue;
+        timeOps(makeRow(bytes, type, op, root, pattern), inPlace, opts_.warmupIters, &ignored);
+      }
     }
   }
   for (size_t bytes : sweepSizes(opts_)) {

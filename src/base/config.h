@@ -52,13 +52,13 @@ struct Config {
   // slots; one isolated 128 KiB message takes 15 µs against 11 (the slots' two copies then
   // run on two idle cores). At 64 KiB the latency cost (12 vs 7 µs) is not worth it.
   size_t shm_cma_threshold = 128 << 10;        // COLL_SHM_CMA_THRESHOLD
-  // With COLL_SHM_CMA_THRESHOLD unset, CMA is not used: since the slots grew to 128 KiB and
-  // receives into large buffers stream, the slots' two pipelined copies beat the kernel's one
-  // even where ranks outnumber cores. Measured on this 2-core VM, 64 MiB, three interleaved
-  // rounds: 4 ranks all-reduce busbw 2.16-2.35 GB/s through the slots against 1.58-1.88 by
-  // CMA, broadcast 2.4-3.6 against 2.6-2.9 (256 MiB: 2.9-3.0 against 2.4-3.0); 2 ranks
-  // broadcast 9.9-10.0 against 4.1-4.4 (process_vm_readv pins and copies page by page).
+  // With COLL_SHM_CMA_THRESHOLD unset, messages of 256 KiB and more are read with CMA only where
+  // the sender's pages are 2 MiB pages (transport/shm/huge_pages.h): from 4 KiB pages the
+  // kernel pins page by page, and the slots' two pipelined copies win. Measured on this 2-core
+  // VM with 4 KiB pages, 64 MiB, three interleaved rounds: 4 ranks all-reduce busbw 2.16-2.35
+  // GB/s through the slots against 1.58-1.88 by CMA; 2 ranks broadcast 9.9-10.0 against 4.1-4.4.
   bool shm_cma_auto = true;
+  bool shm_cma_huge_only = false;              // set by the shm transport where shm_cma_auto
   size_t shm_board_bytes = 4096;               // COLL_SHM_BOARD_BYTES: all-reduces up to this go by the board (0: never)
   bool shm_spin_auto = true;                   // COLL_SHM_SPIN unset: no spinning where ranks outnumber cores
   int shm_spin_us = 2;                         // COLL_SHM_SPIN: µs to poll before yielding, then sleeping

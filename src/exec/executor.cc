@@ -73,6 +73,7 @@ class Executor {
       transport::Transport* via = nullptr;
       COLL_RETURN_IF_ERROR(ctx_.connect(plan_.lanes[l].peer, &st_.lane_conn[l], &via));
       st_.lane_conn[l]->setStreamingReceives(ctx_.stream_receives);
+      st_.lane_conn[l]->setBusySender(plan_.copies_both_ways);
       if (std::find(st_.active.begin(), st_.active.end(), via) == st_.active.end()) st_.active.push_back(via);
     }
     if (ctx_.scratch->size() < s_.scratch_bytes) ctx_.scratch->resize(s_.scratch_bytes);
@@ -205,16 +206,16 @@ class Executor {
   }
 
   // A send that also fills the output (Step::copy_to_output) lets the transport write that
-  // copy from its own; where it cannot, the copy goes first.
+  // copy from its own; where it cannot, the send goes first, so that a peer reading our memory
+  // (CMA) reads while we copy.
   void postSend(uint32_t i, transport::Connection* conn, uint64_t tag) {
     const Step& step = s_.steps[i];
     const char* data = address(step.source, step, step.offset);
-    if (step.copy_to_output) {
-      char* out = address(algo::BufferId::output, step, step.offset);
-      if (conn->postSendCopying(data, out, step.bytes, tag, i)) return;
-      copyOut(out, data, step.bytes);
-    }
-    conn->postSend(data, step.bytes, tag, i);
+    if (!step.copy_to_output) return conn->postSend(data, step.bytes, tag, i);
+    char* out = address(algo::BufferId::output, step, step.offset);
+    if (conn->postSendCopying(data, out, step.bytes, tag, i)) return;
+    conn->postSend(data, step.bytes, tag, i);  // reads data; the copy writes the output
+    copyOut(out, data, step.bytes);
   }
 
   Status post(uint32_t i, transport::Connection* conn) {
@@ -394,6 +395,12 @@ ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
     plan.step_lane[i] = static_cast<uint32_t>(lane);
     if (forwardsItsReceive(schedule, i)) plan.forward_send[step.forwards] = static_cast<int32_t>(i);
   }
+  auto any = [&](bool sending) {
+    return std::any_of(plan.lanes.begin(), plan.lanes.end(), [&](const ExecPlan::Lane& l) { return l.peer >= 0 && l.sending == sending; });
+  };
+  bool reduces = std::any_of(schedule.steps.begin(), schedule.steps.end(),
+                             [](const Step& step) { return step.kind == StepKind::recvReduce; });
+  plan.copies_both_ways = any(true) && any(false) && !reduces;
   return plan;
 }
 

@@ -56,6 +56,10 @@ struct ExecPlan {
   std::vector<uint32_t> step_lane;        // per step: its lane
   std::vector<Lane> lanes;  // by (peer, direction), as posted
   std::vector<uint32_t> connect_order;  // lanes with a peer, in the order the steps first meet them
+  // Lanes to peers in both directions, and no receive that reduces: the Connection::setBusySender
+  // hint. A receiver that only copies saves its copy by reading the sender's memory; one that
+  // reduces reads the bytes once either way, and reducing straight out of the slots was faster.
+  bool copies_both_ways = false;
 
   static ExecPlan of(const algo::Schedule& schedule);
 };

@@ -86,8 +86,15 @@ class Connection {
   // every line it overwrites. Nothing depends on it for correctness.
   void setStreamingReceives(bool on) { streaming_receives_ = on; }
 
+  // A hint for the sends posted from now on: this rank also receives in the op, so its core
+  // has no time to spare for copying what it sends. A transport that can let the receiver
+  // take the bytes straight from the send buffer (one copy, on the receiver's core, instead of
+  // one on each side) should then prefer that. Nothing depends on it for correctness.
+  void setBusySender(bool on) { busy_sender_ = on; }
+
  protected:
   bool streaming_receives_ = false;
+  bool busy_sender_ = false;
 };
 
 // What a transport needs from the bootstrap to find its peers.

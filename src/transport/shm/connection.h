@@ -33,6 +33,7 @@ struct Endpoints {
   SegmentHeader* peer_header = nullptr;  // its doorbell and aborted flag
   bool read_peer = false;                // our probe: we may read the peer's memory
   size_t cma_threshold = 0;              // 0: never use CMA for our sends
+  bool cma_huge_only = false;            // ... and then only from huge pages (huge_pages.h)
   int wake_sender = -1;                  // our wake socket: rings the peer waiting in poll()
 };
 
@@ -99,6 +100,7 @@ class ShmConnection : public Connection {
     SendRequest* forward = nullptr;  // in sends_: the send of the result (postRecvReduceForward)
   };
 
+  bool sendsByCma(const void* data, size_t bytes);  // else through the slots
   bool pushSends();
   bool outboundFull();
   void publishSlot();  // the slot at head_ is written: hand it to the peer

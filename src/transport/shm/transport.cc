@@ -109,7 +109,8 @@ class ShmTransport : public Transport, public SmallOpBoard {
   void pause(Idle& idle, Clock::time_point now, Deadline until, Quiet quiet);
   bool quiet() { return !pollAll() && completions_.empty() && !aborted(); }
   void buildBoard();
-  void decideSpin();
+  int sharedCores() const;
+  void decideOversubscribed();
   Status waitForBoard(uint64_t sequence, std::chrono::nanoseconds timeout, TagTest other_op);
   Status combineBoard(uint64_t sequence, const BoardCall& call);
   bool quickLook(uint64_t sequence);
@@ -168,9 +169,9 @@ Status ShmTransport::setUp(Deadline deadline) {
   if (wake_ && !fd_wait_ok_)
     COLL_INFO("SHM", "a local peer cannot reach this rank's wake socket (another network namespace?): waits on "
               "shared memory and sockets at once go in slices");
+  decideOversubscribed();
   buildConnections();
   buildBoard();
-  decideSpin();
   return Status::ok();
 }
 
@@ -289,6 +290,7 @@ void ShmTransport::buildConnections() {
     e.peer_header = p.mapping.header();
     e.read_peer = p.readable;
     e.cma_threshold = config_.shm_cma_threshold;
+    e.cma_huge_only = config_.shm_cma_huge_only;
     e.wake_sender = wake_.fd();
     auto conn = std::make_unique<ShmConnection>(e, PeerProcess(ph->owner_pid), &completions_);
     COLL_INFO("SHM", "connected to %s", conn->describe().c_str());
@@ -347,23 +349,40 @@ void ShmTransport::checkPeers(Clock::time_point now) {
   for (ShmConnection* c : polled_) c->checkPeer(check_process);
 }
 
-// Where this host's ranks outnumber the cores they may run on together (the union of their
-// affinity masks: ranks bound one per core each see one core), a waiting rank yields at once
-// instead of spinning: the peer it waits for is likely descheduled behind it. 4 ranks on 2
-// cores, 8-byte all-reduce on the board: 4.5-8.7 us with 2 us of spinning, 2.6-4.7 without.
-void ShmTransport::decideSpin() {
-  if (!config_.shm_spin_auto || !own_) return;
+// The cores this host's ranks may run on together (the union of their affinity masks: ranks
+// bound one per core each see one core); 0 where unknown.
+int ShmTransport::sharedCores() const {
   int cores = 0;
   for (int w = 0; w < 16; ++w) {
     uint64_t word = own_.header()->cpus[w];
     for (const Peer& p : peers_) word |= p.mapping.header()->cpus[w];
     cores += __builtin_popcountll(word);
   }
+  return cores;
+}
+
+// Where this host's ranks outnumber their cores, a waiting rank yields at once instead of
+// spinning: the peer it waits for is likely descheduled behind it. 4 ranks on 2 cores, 8-byte
+// all-reduce on the board: 4.5-8.7 us with 2 us of spinning, 2.6-4.7 without.
+//
+// And the senders keep the slots even from huge pages: a CMA send is done only once the
+// receiver has run and read it, so each hop of a ring or chain waits for a descheduled reader.
+// 4 ranks on 2 cores, all-gather of 16 MiB: 3.1-3.2 ms through the slots, 13.7-14.7 by CMA.
+void ShmTransport::decideOversubscribed() {
+  if (!own_) return;
+  const int cores = sharedCores();
   const size_t ranks = local_peers_.size() + 1;
   if (cores == 0 || ranks <= static_cast<size_t>(cores)) return;
-  config_.shm_spin_us = 0;
-  COLL_INFO("SHM", "%zu ranks on this host, %d cores for them all: waiting ranks yield without spinning "
-            "(COLL_SHM_SPIN sets a spin)", ranks, cores);
+  if (config_.shm_spin_auto) {
+    config_.shm_spin_us = 0;
+    COLL_INFO("SHM", "%zu ranks on this host, %d cores for them all: waiting ranks yield without spinning "
+              "(COLL_SHM_SPIN sets a spin)", ranks, cores);
+  }
+  if (config_.shm_cma_huge_only && config_.shm_cma_threshold > 0) {
+    config_.shm_cma_threshold = 0;
+    COLL_INFO("SHM", "%zu ranks on this host, %d cores for them all: large messages go through the slots", ranks,
+              cores);
+  }
 }
 
 // --- the small-op board (board.h) ---------------------------------------------------------
@@ -547,13 +566,17 @@ std::string segmentNameFor(const PeerDirectory& directory, int rank) {
 
 namespace {
 
-// See Config::shm_cma_auto: the slots, unless the user asked for CMA.
+constexpr size_t kHugeCmaThreshold = 256 << 10;
+
+// See Config::shm_cma_auto: CMA only from huge pages, unless the user set a threshold.
 Config withCmaPolicy(const Config& config, size_t local_ranks) {
   Config c = config;
   if (!c.shm_cma_auto || local_ranks < 2) return c;
-  c.shm_cma_threshold = 0;
-  COLL_INFO("SHM", "%zu ranks on this host: large messages go through the slots, copied by both sides "
-            "(COLL_SHM_CMA_THRESHOLD=128K reads them once with process_vm_readv instead)", local_ranks);
+  c.shm_cma_threshold = kHugeCmaThreshold;
+  c.shm_cma_huge_only = true;
+  COLL_INFO("SHM", "%zu ranks on this host: messages of %zu KiB and more are read with process_vm_readv where "
+            "the sender's pages are huge (send buffers in reuse are made so), else they go through the slots "
+            "(COLL_SHM_CMA_THRESHOLD=128K reads every one so, 0 none)", local_ranks, kHugeCmaThreshold >> 10);
   return c;
 }
 
