@@ -99,6 +99,10 @@ def parse_args():
     p.add_argument("--budget", type=int, default=64 << 20,
                    help="bytes per measurement: iterations = budget / size, at least 3")
     p.add_argument("--max-iters", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=None,
+                   help="untimed ops before each measurement, every system (default: a tenth of the timed ones). "
+                        "coll reads reused send buffers by CMA once they are huge-page backed, after 8 uses "
+                        "(src/transport/shm/huge_pages.h): --warmup 20 shows that steady state")
     p.add_argument("--timeout", type=int, default=300, help="seconds per launch")
     p.add_argument("--build", default=str(ROOT / "build"))
     p.add_argument("--out", default=str(ROOT / "build/compare"))

@@ -38,13 +38,14 @@ class Outcome:
 
 # ---------------------------------------------------------------- sizes and iteration counts
 
-def plan(sizes, budget_bytes, max_iters):
+def plan(sizes, budget_bytes, max_iters, warmup=None):
     """(size, iters, warmup) per size: about budget_bytes per measurement, so 8 B gets many
-    iterations (latency needs them) and 64 MiB a few (each takes long enough to time)."""
+    iterations (latency needs them) and 64 MiB a few (each takes long enough to time). Warm-up
+    ops: a tenth of the timed ones unless given, the same for every system."""
     steps = []
     for s in sizes:
         iters = max(3, min(max_iters, budget_bytes // max(s, 1)))
-        steps.append((s, iters, max(1, iters // 10)))
+        steps.append((s, iters, warmup if warmup is not None else max(1, iters // 10)))
     return steps
 
 
@@ -407,7 +408,7 @@ def measure(scn, collectives, rounds, log):
             m.limits.append(limit)
         for collective in collectives:
             steps = plan([effective_size(collective, s, scn.n) for s in scn.sizes],
-                         scn.args.budget, scn.args.max_iters)
+                         scn.args.budget, scn.args.max_iters, scn.args.warmup)
             order = systems[(rnd - 1) % len(systems):] + systems[:(rnd - 1) % len(systems)]
             for system in order:
                 started, load = time.monotonic(), os.getloadavg()[0]

@@ -21,7 +21,11 @@ namespace coll::test {
 namespace {
 
 constexpr size_t kPerRank = (5 << 20) / 4 + 5;  // f32: 5 MiB and 20 bytes
-constexpr int kRounds = 4;
+// Each round sends each 2 MiB page of a buffer once: after kCollapseRound rounds the pages
+// are queued for collapsing, and the rounds after read them as huge pages.
+constexpr int kCollapseRound =
+    static_cast<int>(transport::shm::HugePages::kSentBeforeCollapse / transport::shm::HugePages::kPageBytes);
+constexpr int kRounds = kCollapseRound + 2;
 constexpr auto kDrainLimit = std::chrono::seconds(20);
 
 float value(int round, int rank, size_t i) { return static_cast<float>(round * 1000 + rank * 100 + static_cast<int>(i % 89)); }
@@ -57,7 +61,7 @@ long anonHugeKiB() {
 
 // Between the rounds that make the pages huge and the rounds that read them so.
 void collapseNow(int round) {
-  if (round == 2) RANK_CHECK(transport::shm::HugePages::process().drain(kDrainLimit), "the collapser did not finish");
+  if (round == kCollapseRound) RANK_CHECK(transport::shm::HugePages::process().drain(kDrainLimit), "the collapser did not finish");
 }
 
 void allgatherRounds(Communicator& comm, int n, int rank, bool in_place) {

@@ -140,19 +140,26 @@ void ShmConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t co
   if (recvs_.size() == 1) pullRecvs();
 }
 
+// Both directions a slot at a time. Writing until the ring was full before reading left the
+// peer's slots unread meanwhile, and its writes then waited for ours to drain: the two sides of
+// an exchange took turns instead of copying at once.
 bool ShmConnection::poll() {
   if (!failure_.isOk()) return false;
-  bool moved = pushSends();
-  moved |= reapCmaSends();
-  moved |= pullRecvs();
+  bool moved = reapCmaSends();
+  for (;;) {
+    bool step = pushSends(1);
+    step |= pullRecvs(1);
+    if (!step) break;
+    moved = true;
+  }
   return moved;
 }
 
 // --- sending -------------------------------------------------------------------------------
 
-bool ShmConnection::pushSends() {
+bool ShmConnection::pushSends(size_t max_slots) {
   bool moved = false;
-  while (!sends_.empty() && failure_.isOk()) {
+  for (size_t n = 0; n < max_slots && !sends_.empty() && failure_.isOk(); ++n) {
     const SendRequest& s = sends_.front();
     if (s.offset == s.ready && s.offset < s.bytes) break;  // a forward whose receive has not combined more
     if (outboundFull()) break;  // the peer rings us when it frees a slot
@@ -223,9 +230,9 @@ bool ShmConnection::reapCmaSends() {
 
 // --- receiving -----------------------------------------------------------------------------
 
-bool ShmConnection::pullRecvs() {
+bool ShmConnection::pullRecvs(size_t max_slots) {
   bool moved = false;
-  while (!recvs_.empty() && failure_.isOk()) {
+  for (size_t n = 0; n < max_slots && !recvs_.empty() && failure_.isOk(); ++n) {
     if (tail_ == head_seen_) {
       head_seen_ = e_.inbound.control->head.load(kAcquire);
       if (tail_ == head_seen_) break;  // empty: the peer rings us when it writes
@@ -241,8 +248,8 @@ bool ShmConnection::pullRecvs() {
     if (!readSlot(h, recvs_.front())) break;  // a CMA read to continue in the next poll
     releaseSlot();
     // A CMA read is long (30 us for 512 KiB): meanwhile the peer may have read every descriptor
-    // we gave it and wait for more. Without this, in an exchange the two sides take turns.
-    if (h.kind == SlotKind::cma_descriptor && !sends_.empty()) pushSends();
+    // we gave it and wait for more (see poll()).
+    if (h.kind == SlotKind::cma_descriptor && !sends_.empty()) pushSends(1);
   }
   return moved;
 }

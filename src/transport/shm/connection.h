@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <vector>
@@ -101,13 +102,13 @@ class ShmConnection : public Connection {
   };
 
   bool sendsByCma(const void* data, size_t bytes);  // else through the slots
-  bool pushSends();
+  bool pushSends(size_t max_slots = SIZE_MAX);  // true if it wrote a slot
   bool outboundFull();
   void publishSlot();  // the slot at head_ is written: hand it to the peer
   bool writeSlot(SendRequest& s);  // true when the request left the queue
   void chooseCopy(SendRequest& s);  // at its first slot: how it goes in, and whether it is timed
   bool reapCmaSends();
-  bool pullRecvs();
+  bool pullRecvs(size_t max_slots = SIZE_MAX);  // true if it read one
   bool readSlot(const SlotHeader& h, RecvRequest& r);  // true when the slot is done with
   bool readCma(const SlotHeader& h, RecvRequest& r);
   Status readCmaReducing(const SlotHeader& h, RecvRequest& r, size_t* copied);

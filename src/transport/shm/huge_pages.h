@@ -8,12 +8,14 @@
 // one read beats the slots' two copies where both cores are busy.
 //
 // User buffers are rarely huge-page backed (malloc maps 4 KiB pages unless THP is "always"), so
-// once a 2 MiB page of a send buffer has been sent from twice over (the buffer is in reuse, as a
-// training job's gradients and an all-gather's inputs are, step after step) a background thread
-// collapses it into a huge page with madvise(MADV_COLLAPSE, Linux 6.1). That changes how the
-// memory is mapped, never what it holds. It costs 0.5-7 ms of that thread's time per page, once
-// (more where the kernel must compact memory to find a free huge page); meanwhile the page's
-// sends keep the slots. Asking again of a page already huge costs microseconds, and the thread
+// once a 2 MiB page of a send buffer has been sent from 8 times over (the buffer is in reuse, as
+// a training job's gradients and an all-gather's inputs are, step after step) a background
+// thread collapses it into a huge page with madvise(MADV_COLLAPSE, Linux 6.1). That changes how
+// the memory is mapped, never what it holds. It costs 0.5-7 ms of that thread's time per page,
+// once, where a use of the page read by CMA saves one 2 MiB copy, about 0.1 ms: it pays after
+// 5 to 70 uses, hence the wait for 8. Meanwhile the page's sends keep the slots. On this 2-core
+// VM the collapser takes its time from the ranks: collapsing after 2 uses, a 64 MiB all-gather
+// timed over its 2nd to 4th ops read 0.51-0.90 x Open MPI, against 0.81-0.97 without CMA. Asking again of a page already huge costs microseconds, and the thread
 // asks again of a huge page every kRecheckEvery uses: the user may have freed the buffer and
 // mapped 4 KiB pages at the same address since (glibc maps allocations over 32 MiB afresh each
 // time), which leaves reads correct but slow until then.
@@ -34,14 +36,15 @@ namespace coll::transport::shm {
 class HugePages {
  public:
   static constexpr uintptr_t kPageBytes = 2 << 20;
-  static constexpr uint64_t kSentBeforeCollapse = 2 * kPageBytes;
+  static constexpr uint64_t kSentBeforeCollapse = 8 * kPageBytes;
   static constexpr uint32_t kRecheckEvery = 8;
   static constexpr size_t kMaxTracked = 1 << 16;  // pages: 128 GiB of send buffers
 
   static HugePages& process();
 
   // True if every 2 MiB page under [data, data + bytes) is huge, as far as is known; otherwise
-  // counts the send, and queues the pages sent from twice over for collapsing.
+  // counts the send, and queues the pages sent from kSentBeforeCollapse bytes over for
+  // collapsing.
   bool backs(const void* data, size_t bytes);
 
   // Waits until every queued page is done with, at most `limit` (tests). False: time ran out.
