@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -110,6 +112,32 @@ TEST(HugePages, MemoryTheUserKeptFromHugePagesIsLeftAlone) {
   ASSERT_TRUE(pages.drain(kDrainLimit));
   for (int pass = 0; pass < 4; ++pass) EXPECT_FALSE(pages.backs(buf.data, kPage)) << "refused: never asked again";
   EXPECT_TRUE(buf.intact(11));
+}
+
+// A forked child has no collapser thread and may hold the parent's mutex locked: it starts
+// with nothing known, and does not hang.
+TEST(HugePages, AChildOfForkStartsAfresh) {
+  if (!kernelCollapses()) GTEST_SKIP() << "madvise(MADV_COLLAPSE) refused here (Linux 6.1 has it)";
+  AlignedBuffer buf(kPage, 13);
+  auto& pages = HugePages::process();
+  for (int pass = 0; pass < kPassesBeforeCollapse; ++pass) pages.backs(buf.data, kPage);
+  ASSERT_TRUE(pages.drain(kDrainLimit));
+  ASSERT_TRUE(pages.backs(buf.data, kPage));
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::alarm(10);  // a hang ends the child, and the test with it
+    auto& mine = HugePages::process();
+    int code = mine.backs(buf.data, kPage) ? 1 : 0;  // unknown in the child
+    for (int pass = 0; pass < kPassesBeforeCollapse; ++pass) mine.backs(buf.data, kPage);
+    if (!mine.drain(kDrainLimit) || !mine.backs(buf.data, kPage)) code |= 2;  // its own collapser works
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed (signal " << WTERMSIG(status) << ")";
+  EXPECT_EQ(WEXITSTATUS(status) & 1, 0) << "the child knew the parent's pages";
+  EXPECT_EQ(WEXITSTATUS(status) & 2, 0) << "the child's collapser did not work";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "transport/shm/huge_pages.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -16,11 +17,26 @@
 
 namespace coll::transport::shm {
 
+namespace {
+
+HugePages* g_pages = nullptr;
+
+// A child of fork() has no collapser thread, may have been forked while it held the mutex, and
+// its copy-on-write huge pages split when written: it starts afresh (the old one is leaked).
+void startAfreshInChild() { g_pages = new HugePages; }
+
+}  // namespace
+
 // Never destroyed: a communicator destroyed during exit may still send, and the collapser
 // (detached) may be inside madvise when the process ends, which is harmless.
 HugePages& HugePages::process() {
-  static HugePages* pages = new HugePages;
-  return *pages;
+  static const bool registered = [] {
+    g_pages = new HugePages;
+    ::pthread_atfork(nullptr, nullptr, startAfreshInChild);
+    return true;
+  }();
+  (void)registered;
+  return *g_pages;
 }
 
 bool HugePages::backs(const void* data, size_t bytes) {
