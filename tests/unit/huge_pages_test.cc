@@ -98,7 +98,8 @@ TEST(HugePages, AnUnalignedHeadPageOutsideTheMappingIsNeverHuge) {
   const size_t len = 2 * kPage - 4096;
   std::memset(data, 9, len);
   auto& pages = HugePages::process();
-  for (int pass = 0; pass < kPassesBeforeCollapse; ++pass) pages.backs(data, len);
+  // One pass more than the count: the head page, 4 KiB short, reaches it too and is tried.
+  for (int pass = 0; pass <= kPassesBeforeCollapse; ++pass) pages.backs(data, len);
   ASSERT_TRUE(pages.drain(kDrainLimit));
   EXPECT_FALSE(pages.backs(data, 4096)) << "the head page";
   EXPECT_TRUE(pages.backs(aligned + kPage, 4096)) << "the whole page after it";
@@ -106,7 +107,7 @@ TEST(HugePages, AnUnalignedHeadPageOutsideTheMappingIsNeverHuge) {
 
 TEST(HugePages, MemoryTheUserKeptFromHugePagesIsLeftAlone) {
   AlignedBuffer buf(kPage, 11);
-  ASSERT_EQ(::madvise(buf.data, kPage, MADV_NOHUGEPAGE), 0);
+  if (::madvise(buf.data, kPage, MADV_NOHUGEPAGE) != 0) GTEST_SKIP() << "no MADV_NOHUGEPAGE (a kernel without THP)";
   auto& pages = HugePages::process();
   for (int pass = 0; pass < kPassesBeforeCollapse; ++pass) EXPECT_FALSE(pages.backs(buf.data, kPage));
   ASSERT_TRUE(pages.drain(kDrainLimit));

@@ -65,7 +65,10 @@ void ShmConnection::complete(uint64_t cookie, Status status) {
 
 void ShmConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
   if (!failure_.isOk()) return complete(cookie, failure_);
-  bool cma = sendsByCma(data, bytes);
+  // postSendCopying declined this very send for CMA: its answer stands (each call counts a use).
+  const bool declined = cma_declined_ && cma_declined_ == data && cma_declined_bytes_ == bytes;
+  cma_declined_ = nullptr;
+  bool cma = declined || sendsByCma(data, bytes);
   sends_.push_back(SendRequest{static_cast<const uint8_t*>(data), bytes, tag, cookie, cma, bytes});
   if (sends_.size() == 1) pushSends();
 }
@@ -82,7 +85,12 @@ bool ShmConnection::sendsByCma(const void* data, size_t bytes) {
 }
 
 bool ShmConnection::postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) {
-  if (bytes == 0 || sendsByCma(data, bytes)) return false;  // CMA sends never touch the bytes
+  if (bytes == 0) return false;
+  if (sendsByCma(data, bytes)) {  // CMA sends never touch the bytes: the caller copies, then posts
+    cma_declined_ = data;
+    cma_declined_bytes_ = bytes;
+    return false;
+  }
   if (!failure_.isOk()) {
     complete(cookie, failure_);
     return true;
@@ -142,15 +150,20 @@ void ShmConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t co
 
 // Both directions a slot at a time. Writing until the ring was full before reading left the
 // peer's slots unread meanwhile, and its writes then waited for ours to drain: the two sides of
-// an exchange took turns instead of copying at once.
+// an exchange took turns instead of copying at once. At most a ring's worth each way, and at
+// most one CMA piece, per call: the caller polls other peers and transports, and checks for
+// aborts and deadlines, between calls.
 bool ShmConnection::poll() {
   if (!failure_.isOk()) return false;
   bool moved = reapCmaSends();
-  for (;;) {
+  const uint64_t turns = std::max<uint64_t>(e_.outbound.nslots, e_.inbound.nslots);
+  for (uint64_t turn = 0; turn < turns; ++turn) {
+    read_cma_ = false;
     bool step = pushSends(1);
     step |= pullRecvs(1);
     if (!step) break;
     moved = true;
+    if (read_cma_) break;
   }
   return moved;
 }
@@ -339,6 +352,7 @@ bool ShmConnection::combineIntoOutbound(RecvRequest& r, const uint8_t* bytes, si
 }
 
 bool ShmConnection::readCma(const SlotHeader& h, RecvRequest& r) {
+  read_cma_ = true;
   size_t copied = 0;
   Status st;
   if (r.operand) {

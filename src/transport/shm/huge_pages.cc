@@ -59,8 +59,9 @@ bool HugePages::visit(uintptr_t page, size_t overlap) {
     case State::queued:
       return false;
     case State::huge:
-      if (++p.uses >= kRecheckEvery) {
+      if (++p.uses >= kRecheckEvery && !p.recheck_queued) {
         p.uses = 0;
+        p.recheck_queued = true;
         enqueue(page);  // stays huge meanwhile: a recheck is quick unless it was not
       }
       return true;
@@ -109,16 +110,18 @@ void HugePages::collapsed(uintptr_t page, int err) {
   auto it = pages_.find(page);
   if (it == pages_.end()) return;  // forgotten meanwhile
   Page& p = it->second;
+  const uint8_t failures = err == 0 ? 0 : static_cast<uint8_t>(p.failures + 1);
   p = Page{};
+  p.failures = failures;
   if (err == 0) {
     p.state = State::huge;
     return;
   }
-  // EINVAL: the kernel predates MADV_COLLAPSE, or the page is not memory that may be huge (a
-  // device or shared mapping): its sends keep the slots. Otherwise (the range leaves the
-  // mapping, the page is pinned or busy, no huge page was free) it may pass: the page counts
-  // again from zero.
-  if (err == EINVAL) p.state = State::refused;
+  // EINVAL: the kernel predates MADV_COLLAPSE, or the page may not be huge (MADV_NOHUGEPAGE, a
+  // device mapping, shared memory where shmem THP is off): its sends keep the slots. Otherwise
+  // (the range leaves the mapping, the page is pinned or busy, no huge page was free) it may
+  // pass: the page counts again from zero, kMaxFailures times.
+  if (err == EINVAL || failures >= kMaxFailures) p.state = State::refused;
   if (!logged_refusal_) {
     logged_refusal_ = true;
     COLL_INFO("SHM", "madvise(MADV_COLLAPSE) refused a page of a send buffer (%s): its large messages go "

@@ -15,10 +15,17 @@
 // once, where a use of the page read by CMA saves one 2 MiB copy, about 0.1 ms: it pays after
 // 5 to 70 uses, hence the wait for 8. Meanwhile the page's sends keep the slots. On this 2-core
 // VM the collapser takes its time from the ranks: collapsing after 2 uses, a 64 MiB all-gather
-// timed over its 2nd to 4th ops read 0.51-0.90 x Open MPI, against 0.81-0.97 without CMA. Asking again of a page already huge costs microseconds, and the thread
-// asks again of a huge page every kRecheckEvery uses: the user may have freed the buffer and
-// mapped 4 KiB pages at the same address since (glibc maps allocations over 32 MiB afresh each
-// time), which leaves reads correct but slow until then.
+// timed over its 2nd to 4th ops read 0.51-0.90 x Open MPI, against 0.81-0.97 without CMA.
+//
+// Asking again of a page already huge costs microseconds, and the thread asks again of a huge
+// page every kRecheckEvery uses: the user may have freed the buffer and mapped other memory at
+// the same address since (glibc maps allocations over 32 MiB afresh each time). Until then, 4
+// KiB pages there are read correctly but slowly; memory the kernel will not let a peer read (a
+// device or I/O mapping) fails the op with the peer's read error.
+//
+// The page collapsed is the 2 MiB around the message: it may hold other objects of the heap,
+// whose contents do not change either, and pages of it never touched get memory (at most 2 MiB
+// more per page).
 //
 // Process-wide: every connection of every communicator in the process shares it.
 #pragma once
@@ -39,6 +46,7 @@ class HugePages {
   static constexpr uint64_t kSentBeforeCollapse = 8 * kPageBytes;
   static constexpr uint32_t kRecheckEvery = 8;
   static constexpr size_t kMaxTracked = 1 << 16;  // pages: 128 GiB of send buffers
+  static constexpr uint8_t kMaxFailures = 3;        // then the page keeps the slots
 
   static HugePages& process();
 
@@ -55,6 +63,8 @@ class HugePages {
   struct Page {
     uint64_t bytes_sent = 0;  // while counting
     uint32_t uses = 0;        // while huge: since the last check
+    uint8_t failures = 0;     // collapses refused in a row (kMaxFailures: refused for good)
+    bool recheck_queued = false;
     State state = State::counting;
   };
 
