@@ -45,6 +45,18 @@ Status probe(pid_t pid, const ProbeTarget& target) {
   return Status::ok();
 }
 
+Config withCmaPolicy(const Config& config, size_t local_ranks) {
+  constexpr size_t kHugeCmaThreshold = 256 << 10;
+  Config c = config;
+  if (!c.shm_cma_auto || local_ranks < 2) return c;
+  c.shm_cma_threshold = kHugeCmaThreshold;
+  c.shm_cma_huge_only = true;
+  COLL_INFO("SHM", "%zu ranks on this host: messages of %zu KiB and more are read with process_vm_readv where "
+            "the sender's pages are huge (send buffers in reuse are made so), else they go through the slots "
+            "(COLL_SHM_CMA_THRESHOLD=128K reads every one so, 0 none)", local_ranks, kHugeCmaThreshold >> 10);
+  return c;
+}
+
 Status readFrom(pid_t pid, uint64_t remote, void* local, size_t bytes, size_t* copied, int peer) {
   *copied = 0;
   while (*copied < bytes) {

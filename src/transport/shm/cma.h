@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/config.h"
 #include "base/status.h"
 
 namespace coll::transport::shm {
@@ -31,6 +32,11 @@ ProbeTarget probeTarget();
 // Reads the peer's probe word. Ok if it holds the advertised value; otherwise why not
 // ("process_vm_readv: Operation not permitted").
 Status probe(pid_t pid, const ProbeTarget& target);
+
+// The config a host's shm transport runs with (Config::shm_cma_auto): unless the user set
+// COLL_SHM_CMA_THRESHOLD, messages of 256 KiB and more are read by CMA only from huge pages
+// (huge_pages.h), and only for busy senders (Connection::setBusySender).
+Config withCmaPolicy(const Config& config, size_t local_ranks);
 
 // Copies `bytes` from `remote` in process `pid` to `local`. Partial progress is reported in
 // *copied even on failure. ESRCH (the process is gone) comes back as PeerLost.

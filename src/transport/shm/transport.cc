@@ -564,23 +564,6 @@ std::string segmentNameFor(const PeerDirectory& directory, int rank) {
   return segmentName(directory.secret, directory.key_prefix, rank);
 }
 
-namespace {
-
-constexpr size_t kHugeCmaThreshold = 256 << 10;
-
-// See Config::shm_cma_auto: CMA only from huge pages, unless the user set a threshold.
-Config withCmaPolicy(const Config& config, size_t local_ranks) {
-  Config c = config;
-  if (!c.shm_cma_auto || local_ranks < 2) return c;
-  c.shm_cma_threshold = kHugeCmaThreshold;
-  c.shm_cma_huge_only = true;
-  COLL_INFO("SHM", "%zu ranks on this host: messages of %zu KiB and more are read with process_vm_readv where "
-            "the sender's pages are huge (send buffers in reuse are made so), else they go through the slots "
-            "(COLL_SHM_CMA_THRESHOLD=128K reads every one so, 0 none)", local_ranks, kHugeCmaThreshold >> 10);
-  return c;
-}
-
-}  // namespace
 
 Status createTransport(const Config& config, const PeerDirectory& directory, const std::vector<int>& local_peers,
                        std::unique_ptr<Transport>* out) {
