@@ -4,7 +4,8 @@
 // process_vm_readv pins the sender's pages one by one. Measured on this project's 2-vCPU VM
 // (kernel 6.18), two processes each reading 32 MiB of the other's memory at once, 512 KiB a
 // call: 6.5-7.8 GB/s each from 4 KiB pages, 11-22 GB/s from 2 MiB pages (the machine's memory
-// bandwidth varies with its neighbours); the reader's own pages do not matter. From huge pages
+// bandwidth varies with its neighbours; bench/micro/cma_read.cc); the reader's own pages do
+// not matter. From huge pages
 // one read beats the slots' two copies where both cores are busy.
 //
 // User buffers are rarely huge-page backed (malloc maps 4 KiB pages unless THP is "always"), so
