@@ -65,10 +65,7 @@ void ShmConnection::complete(uint64_t cookie, Status status) {
 
 void ShmConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
   if (!failure_.isOk()) return complete(cookie, failure_);
-  // postSendCopying declined this very send for CMA: its answer stands (each call counts a use).
-  const bool declined = cma_declined_ && cma_declined_ == data && cma_declined_bytes_ == bytes;
-  cma_declined_ = nullptr;
-  bool cma = declined || sendsByCma(data, bytes);
+  bool cma = sendsByCma(data, bytes);
   sends_.push_back(SendRequest{static_cast<const uint8_t*>(data), bytes, tag, cookie, cma, bytes});
   if (sends_.size() == 1) pushSends();
 }
@@ -85,12 +82,9 @@ bool ShmConnection::sendsByCma(const void* data, size_t bytes) {
 }
 
 bool ShmConnection::postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) {
-  if (bytes == 0) return false;
-  if (sendsByCma(data, bytes)) {  // CMA sends never touch the bytes: the caller copies, then posts
-    cma_declined_ = data;
-    cma_declined_bytes_ = bytes;
-    return false;
-  }
+  // CMA sends never touch the bytes: the caller copies, then posts the send, which asks again
+  // (a page's uses are counted by the question, so such a send counts two).
+  if (bytes == 0 || sendsByCma(data, bytes)) return false;
   if (!failure_.isOk()) {
     complete(cookie, failure_);
     return true;
@@ -150,9 +144,10 @@ void ShmConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t co
 
 // Both directions a slot at a time. Writing until the ring was full before reading left the
 // peer's slots unread meanwhile, and its writes then waited for ours to drain: the two sides of
-// an exchange took turns instead of copying at once. At most a ring's worth each way, and at
-// most one CMA piece, per call: the caller polls other peers and transports, and checks for
-// aborts and deadlines, between calls.
+// an exchange took turns instead of copying at once; so did a CMA read (30 us for 512 KiB)
+// while the peer waited for our next descriptor. At most a ring's worth each way, and at most
+// one CMA piece, per call: the caller polls other peers and transports, and checks for aborts
+// and deadlines, between calls.
 bool ShmConnection::poll() {
   if (!failure_.isOk()) return false;
   bool moved = reapCmaSends();
@@ -260,9 +255,6 @@ bool ShmConnection::pullRecvs(size_t max_slots) {
     moved = true;
     if (!readSlot(h, recvs_.front())) break;  // a CMA read to continue in the next poll
     releaseSlot();
-    // A CMA read is long (30 us for 512 KiB): meanwhile the peer may have read every descriptor
-    // we gave it and wait for more (see poll()).
-    if (h.kind == SlotKind::cma_descriptor && !sends_.empty()) pushSends(1);
   }
   return moved;
 }

@@ -140,9 +140,7 @@ class ShmConnection : public Connection {
   uint64_t head_seen_ = 0;  // inbound: the peer's head, last read
   Status failure_;          // the first error sticks
   SlotCopyPolicy copy_policy_;  // outbound: how large payloads go into slots
-  const void* cma_declined_ = nullptr;  // postSendCopying's last send left to CMA, for postSend
-  size_t cma_declined_bytes_ = 0;
-  bool read_cma_ = false;               // poll(): the last slot read was a CMA piece
+  bool read_cma_ = false;       // poll(): the last slot read was a CMA piece
 };
 
 }  // namespace coll::transport::shm

@@ -19,10 +19,10 @@
 // timed over its 2nd to 4th ops read 0.51-0.90 x Open MPI, against 0.81-0.97 without CMA.
 //
 // Asking again of a page already huge costs microseconds, and the thread asks again of a huge
-// page every kRecheckEvery uses: the user may have freed the buffer and mapped other memory at
-// the same address since (glibc maps allocations over 32 MiB afresh each time). Until then, 4
-// KiB pages there are read correctly but slowly; memory the kernel will not let a peer read (a
-// device or I/O mapping) fails the op with the peer's read error.
+// page every kRecheckEvery times backs() is asked about it: the user may have freed the buffer
+// and mapped other memory at the same address since (glibc maps allocations over 32 MiB afresh
+// each time). Until then, 4 KiB pages there are read correctly but slowly; memory the kernel
+// will not let a peer read (a device or I/O mapping) fails the op with the peer's read error.
 //
 // The page collapsed is the 2 MiB around the message: it may hold other objects of the heap,
 // whose contents do not change either, and pages of it never touched get memory (at most 2 MiB
