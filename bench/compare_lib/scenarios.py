@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .common import *  # noqa: F401,F403
+from .tcp_floor import measure_floor
 
 
 @dataclass
@@ -182,6 +183,9 @@ class Scenario:
                    MASTER_PORT=str(port), COLL_JOB_SECRET=f"compare-{port}")
         env.pop("OMPI_COMM_WORLD_RANK", None)
         return env
+
+    def tcp_floor(self):
+        return None  # one host: memcpy is the limit
 
     def close(self):
         shutil.rmtree(self.work, ignore_errors=True)
@@ -356,6 +360,9 @@ class NetclusterScenario(Scenario):
 
     limit_label = "link rate"
 
+    def tcp_floor(self):
+        return measure_floor(self)
+
     def ceiling(self, limit):
         """The most busbw any algorithm can reach (5 % for measurement noise): the link rate,
         1.5 x with 2 or more ranks per host (each host's data crosses its link once)."""
@@ -370,6 +377,7 @@ class Measurements:
     def __init__(self):
         self.busbw, self.time_us, self.cpu, self.errors = {}, {}, {}, {}
         self.limits, self.loads, self.raw = [], [], []
+        self.floors = []  # per round, where the CPUs may decide: bare TCP streams' rates (tcp_floor.py)
 
     def add(self, rnd, collective, system, outcome, n, load):
         """Records outcome; busbw is recomputed from size and time (peers print it rounded
@@ -406,6 +414,9 @@ def measure(scn, collectives, rounds, log):
         limit = scn.limit()
         if limit:
             m.limits.append(limit)
+        floor = scn.tcp_floor()
+        if floor:
+            m.floors.append(floor)
         for collective in collectives:
             steps = plan([effective_size(collective, s, scn.n) for s in scn.sizes],
                          scn.args.budget, scn.args.max_iters, scn.args.warmup)

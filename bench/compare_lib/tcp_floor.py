@@ -1,0 +1,88 @@
+"""The limit between simulated hosts where the CPUs, not the shaped links, decide: bare TCP
+streams (bench/tcp_streams), one out of and one into each host, all at once, measured in the
+run beside the systems because the machine is shared.
+
+A ring all-reduce, all-gather or reduce-scatter over H hosts with one rank each sends and
+receives its bytes on one stream per host while all H streams run, so its busbw is about what
+each of H concurrent bare streams gets at best. A broadcast must carry the buffer into H - 1
+hosts: at best H - 1 streams each carry it once (a chain), so its bound is a chain's rate.
+"About": a system's own socket settings and timing (a mean over ranks of each op) differ from the
+bare streams', and the machine is shared; measured here a system came within 10 % above it,
+never far.
+"""
+import os
+import re
+import subprocess
+import time
+
+FLOOR_BYTES = "1G"  # a second or so per stream here: long against the start-up skew
+FLOOR_TIMEOUT_S = 60
+
+
+def cpu_may_limit(rate):
+    """Unshaped, or faster than 1 Gbit/s: where 4 ranks on this machine's 2 cores can no longer
+    fill the links (at 1 Gbit/s every system is held by the link and the floor says nothing)."""
+    m = re.fullmatch(r"([0-9.]+)([kmg])bit", rate)
+    return m is None or float(m[1]) * {"k": 1e3, "m": 1e6, "g": 1e9}[m[2]] > 1e9
+
+
+def measure_floor(scn):
+    """{"ring": GB/s, "chain": GB/s} per stream (the slowest stream's rate), or None where the
+    links decide or a stream failed (the reason is printed; the comparison goes on without)."""
+    if scn.hosts < 2 or not cpu_may_limit(scn.rate):
+        return None
+    floor = {}
+    for shape in ("ring", "chain"):
+        rates, error = run_streams(scn, shape == "ring")
+        if error:
+            print(f"# tcp_streams ({shape}) failed, no TCP floor this round: {error}", flush=True)
+            return None
+        floor[shape] = min(rates)
+    return floor
+
+
+def stream_args(scn, host, port, ring):
+    args = [str(scn.build / "bin/tcp_streams"), "--bytes", FLOOR_BYTES, "--timeout", str(FLOOR_TIMEOUT_S)]
+    if ring or host > 0:
+        args += ["--listen", str(port)]
+    if ring or host < scn.hosts - 1:
+        args += ["--to", f"{scn.addr((host + 1) % scn.hosts)}:{port}"]
+    return args
+
+
+def run_streams(scn, ring):
+    """Each host's rate, or an error text. One process per host, in its namespace."""
+    port = scn.next_port()
+    procs = [subprocess.Popen(scn.in_host(h) + stream_args(scn, h, port, ring), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, start_new_session=True)
+             for h in range(scn.hosts)]
+    deadline = time.monotonic() + FLOOR_TIMEOUT_S + 30
+    outputs = []
+    for p in procs:
+        try:
+            outputs.append(p.communicate(timeout=max(1, deadline - time.monotonic()))[0])
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                if q.poll() is None:
+                    os.killpg(q.pid, 9)
+            return [], "timed out"
+    rates = [float(m[1]) for out in outputs for m in [re.search(r": ([0-9.]+) GB/s", out)] if m]
+    if any(p.returncode for p in procs) or len(rates) != scn.hosts:
+        return [], " | ".join(o.strip() for o in outputs if o.strip())[-500:]
+    return rates, ""
+
+
+def floor_lines(scn, m, collective, busbw_by_system):
+    """Below a table: the floor in the same run and each system's fraction of it (one rank per
+    host only: with several, shared memory carries part of the bytes and the bound differs)."""
+    if not m.floors:
+        return []
+    shape = "chain" if collective == "broadcast" else "ring"
+    rate = sorted(f[shape] for f in m.floors)[len(m.floors) // 2]
+    what = (f"{scn.hosts - 1} bare TCP streams in a chain" if shape == "chain"
+            else f"{scn.hosts} bare TCP streams in a ring")
+    line = f"# {what}, all at once, same run: {rate:.3g} GB/s each, what the kernel carries on these cores"
+    if scn.per_host == 1:
+        parts = [f"{s} {b / rate:.2f}" for s, b in busbw_by_system.items() if b]
+        line += ". Largest size's busbw / that: " + ", ".join(parts)
+    return [line]

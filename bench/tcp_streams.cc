@@ -1,0 +1,176 @@
+// The physical limit for collectives between hosts when the CPUs, not the links, decide: plain
+// TCP streams, one out of and one into each host, all at once (a ring of hosts), or a chain.
+// No collective can send its bytes faster than bare sockets carry them, so the rate each
+// stream gets while all run is the busbw ceiling of a ring all-reduce, all-gather or
+// reduce-scatter over those hosts (every host sends and receives on one stream), and the
+// chain's is that of a broadcast (n - 1 streams carry the buffer once each).
+//
+// One process per host; each listens, connects to the next host, and sends and receives
+// BYTES at once. The kernel's own buffer sizing (autotuning) is left on, as gloo leaves it.
+// Every wait has a deadline (--timeout); a failure names the step and the errno text.
+//
+// usage: tcp_streams [--listen PORT] [--to ADDR:PORT] [--bytes N] [--timeout SECONDS]
+// prints: tcp_streams: sent S received R bytes in T s: G GB/s (the slower direction's bytes / T)
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kChunk = size_t{4} << 20;  // what one send or recv call asks for
+
+struct Options {
+  int listen_port = 0;      // 0: receive nothing (the head of a chain)
+  std::string to_addr;      // empty: send nothing (the tail of a chain)
+  int to_port = 0;
+  size_t bytes = size_t{512} << 20;
+  int timeout_s = 60;
+};
+
+[[noreturn]] void fail(const std::string& step) {
+  throw std::runtime_error("tcp_streams: " + step + ": " + std::strerror(errno));
+}
+
+size_t parseBytes(const char* s) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (*end == 'K' || *end == 'k') v *= 1 << 10;
+  if (*end == 'M' || *end == 'm') v *= 1 << 20;
+  if (*end == 'G' || *end == 'g') v *= 1 << 30;
+  return static_cast<size_t>(v);
+}
+
+Options parseOptions(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--listen") {
+      o.listen_port = std::atoi(value.c_str());
+    } else if (flag == "--to") {
+      auto colon = value.rfind(':');
+      if (colon == std::string::npos) throw std::runtime_error("tcp_streams: --to wants ADDR:PORT, got " + value);
+      o.to_addr = value.substr(0, colon);
+      o.to_port = std::atoi(value.c_str() + colon + 1);
+    } else if (flag == "--bytes") {
+      o.bytes = parseBytes(value.c_str());
+    } else if (flag == "--timeout") {
+      o.timeout_s = std::atoi(value.c_str());
+    } else {
+      throw std::runtime_error("tcp_streams: unknown flag " + flag);
+    }
+  }
+  if (!o.listen_port && o.to_addr.empty()) throw std::runtime_error("tcp_streams: give --listen, --to or both");
+  return o;
+}
+
+// Blocking calls on the socket give up after the timeout instead of hanging on a dead peer.
+void setDeadlines(int fd, int seconds) {
+  timeval tv{seconds, 0};
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv))
+    fail("setsockopt(SO_RCVTIMEO/SO_SNDTIMEO)");
+}
+
+int listenOn(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) || listen(fd, 1)) fail("bind/listen on port " + std::to_string(port));
+  return fd;
+}
+
+int acceptOne(int listener, int timeout_s) {
+  pollfd p{listener, POLLIN, 0};
+  if (poll(&p, 1, timeout_s * 1000) != 1) fail("no connection came in " + std::to_string(timeout_s) + " s");
+  int fd = accept(listener, nullptr, nullptr);
+  if (fd < 0) fail("accept");
+  return fd;
+}
+
+// The next host may not listen yet: retry until the deadline.
+int connectTo(const Options& o) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(o.to_port);
+  if (inet_pton(AF_INET, o.to_addr.c_str(), &a.sin_addr) != 1) throw std::runtime_error("tcp_streams: bad address " + o.to_addr);
+  auto deadline = Clock::now() + std::chrono::seconds(o.timeout_s);
+  while (true) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    close(fd);
+    if (Clock::now() > deadline) fail("connect to " + o.to_addr + ":" + std::to_string(o.to_port));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void sendAll(int fd, size_t bytes) {
+  std::vector<char> buf(kChunk, 1);  // touched: no page faults while timed
+  for (size_t done = 0; done < bytes;) {
+    ssize_t n = send(fd, buf.data(), std::min(kChunk, bytes - done), 0);
+    if (n <= 0) fail("send after " + std::to_string(done) + " bytes");
+    done += n;
+  }
+  shutdown(fd, SHUT_WR);
+}
+
+void receiveAll(int fd, size_t bytes) {
+  std::vector<char> buf(kChunk, 0);
+  for (size_t done = 0; done < bytes;) {
+    ssize_t n = recv(fd, buf.data(), std::min(kChunk, bytes - done), 0);
+    if (n <= 0) fail("recv after " + std::to_string(done) + " bytes" + (n == 0 ? " (peer closed)" : ""));
+    done += n;
+  }
+}
+
+void run(const Options& o) {
+  int listener = o.listen_port ? listenOn(o.listen_port) : -1;
+  int out = o.to_addr.empty() ? -1 : connectTo(o);
+  int in = listener >= 0 ? acceptOne(listener, o.timeout_s) : -1;
+  for (int fd : {out, in})
+    if (fd >= 0) setDeadlines(fd, o.timeout_s);
+  auto start = Clock::now();
+  std::string send_error;
+  std::thread sender([&] {
+    try {
+      if (out >= 0) sendAll(out, o.bytes);
+    } catch (const std::exception& e) {
+      send_error = e.what();
+    }
+  });
+  if (in >= 0) receiveAll(in, o.bytes);
+  sender.join();
+  if (!send_error.empty()) throw std::runtime_error(send_error);
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("tcp_streams: sent %zu received %zu bytes in %.4f s: %.4f GB/s\n", out >= 0 ? o.bytes : 0,
+              in >= 0 ? o.bytes : 0, seconds, o.bytes / seconds / 1e9);
+  for (int fd : {out, in, listener})
+    if (fd >= 0) close(fd);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    run(parseOptions(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}
