@@ -1,7 +1,5 @@
 #include "transport/socket/connection.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -18,25 +16,6 @@ namespace {
 // Payloads with less than this still to come wake the receiver for every segment, as without
 // a low-water mark: a latency-bound message is not delayed, and costs no setsockopt.
 constexpr size_t kSmallestWakeBytes = 64 << 10;
-
-// Sends the ACK the kernel may be holding back for what this reader took. A receiver that read
-// less than would double its (multi-megabyte) window sends no window update, and one in
-// delayed-ACK mode holds its ACK for up to 40 ms (ato) hoping to piggyback it on data. A sender
-// whose congestion window is spent then waits that long: on netcluster 2 x 2 at 1 Gbit/s, a
-// tree all-reduce of 128 KiB (64 KiB messages, whose data often lands before the receive is
-// posted) took 2.2 ms in the median and 70-190 ms at the 99th percentile, with 40-170 ms of
-// silence on the wire; with this after each drained read, 2.2 ms and 3-14 ms. Quick-ACK mode is
-// not sticky (tcp(7)), hence each time. Only for messages larger than a fresh congestion window
-// (10 segments): an immediate ACK is one more packet, and a small message's ACK is better
-// carried by the reply (8 B all-reduce on netcluster 4 x 1 unshaped: 43-52 us without, 53-82
-// with it on every message).
-constexpr size_t kQuickAckBytes = 16 << 10;
-
-void pushAck(int fd, size_t message_bytes) {
-  if (message_bytes < kQuickAckBytes) return;
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
-}
 
 }  // namespace
 
@@ -180,7 +159,6 @@ void SocketConnection::readPayload(Stream& s) {
                                  : boost::system::error_code(errno, boost::system::system_category()),
                         "receive"));
   }
-  pushAck(fd, r.bytes);
   setLowWater(s, 1);
   s.receiving = false;
   uint64_t cookie = s.recvs.front().cookie;
@@ -190,7 +168,6 @@ void SocketConnection::readPayload(Stream& s) {
 }
 
 void SocketConnection::awaitPayload(Stream& s, size_t owed) {
-  pushAck(s.socket.native_handle(), s.recvs.front().bytes);
   setLowWater(s, owed >= kSmallestWakeBytes ? std::min(owed, wake_bytes_) : 1);
   s.socket.async_wait(tcp::socket::wait_read, [this, &s](const boost::system::error_code& ec) {
     if (!failure_.isOk()) { s.receiving = false; return; }
