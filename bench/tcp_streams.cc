@@ -10,7 +10,8 @@
 // Every wait has a deadline (--timeout); a failure names the step and the errno text.
 //
 // usage: tcp_streams [--listen PORT] [--to ADDR:PORT] [--bytes N] [--timeout SECONDS]
-// prints: tcp_streams: sent S received R bytes in T s: G GB/s (the slower direction's bytes / T)
+// prints: tcp_streams: sent S received R bytes in T s: G GB/s (BYTES / T, T until both directions
+// are done)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -29,6 +30,8 @@
 #include <thread>
 #include <vector>
 
+#include "perf_options.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -42,18 +45,10 @@ struct Options {
   int timeout_s = 60;
 };
 
-[[noreturn]] void fail(const std::string& step) {
-  throw std::runtime_error("tcp_streams: " + step + ": " + std::strerror(errno));
-}
+[[noreturn]] void failWithout(const std::string& what) { throw std::runtime_error("tcp_streams: " + what); }
 
-size_t parseBytes(const char* s) {
-  char* end = nullptr;
-  double v = std::strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1 << 10;
-  if (*end == 'M' || *end == 'm') v *= 1 << 20;
-  if (*end == 'G' || *end == 'g') v *= 1 << 30;
-  return static_cast<size_t>(v);
-}
+// A failed system call: the step and errno's text.
+[[noreturn]] void fail(const std::string& step) { failWithout(step + ": " + std::strerror(errno)); }
 
 Options parseOptions(int argc, char** argv) {
   Options o;
@@ -63,18 +58,18 @@ Options parseOptions(int argc, char** argv) {
       o.listen_port = std::atoi(value.c_str());
     } else if (flag == "--to") {
       auto colon = value.rfind(':');
-      if (colon == std::string::npos) throw std::runtime_error("tcp_streams: --to wants ADDR:PORT, got " + value);
+      if (colon == std::string::npos) failWithout("--to wants ADDR:PORT, got " + value);
       o.to_addr = value.substr(0, colon);
       o.to_port = std::atoi(value.c_str() + colon + 1);
     } else if (flag == "--bytes") {
-      o.bytes = parseBytes(value.c_str());
+      if (!coll::bench::parseSize(value.c_str(), &o.bytes)) failWithout("--bytes wants a size like 512M, got " + value);
     } else if (flag == "--timeout") {
       o.timeout_s = std::atoi(value.c_str());
     } else {
-      throw std::runtime_error("tcp_streams: unknown flag " + flag);
+      failWithout("unknown flag " + flag);
     }
   }
-  if (!o.listen_port && o.to_addr.empty()) throw std::runtime_error("tcp_streams: give --listen, --to or both");
+  if (!o.listen_port && o.to_addr.empty()) failWithout("give --listen, --to or both");
   return o;
 }
 
@@ -98,7 +93,9 @@ int listenOn(int port) {
 
 int acceptOne(int listener, int timeout_s) {
   pollfd p{listener, POLLIN, 0};
-  if (poll(&p, 1, timeout_s * 1000) != 1) fail("no connection came in " + std::to_string(timeout_s) + " s");
+  int ready = poll(&p, 1, timeout_s * 1000);
+  if (ready < 0) fail("poll on the listener");
+  if (ready == 0) failWithout("no connection came in " + std::to_string(timeout_s) + " s");
   int fd = accept(listener, nullptr, nullptr);
   if (fd < 0) fail("accept");
   return fd;
@@ -109,7 +106,7 @@ int connectTo(const Options& o) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(o.to_port);
-  if (inet_pton(AF_INET, o.to_addr.c_str(), &a.sin_addr) != 1) throw std::runtime_error("tcp_streams: bad address " + o.to_addr);
+  if (inet_pton(AF_INET, o.to_addr.c_str(), &a.sin_addr) != 1) failWithout("bad address " + o.to_addr);
   auto deadline = Clock::now() + std::chrono::seconds(o.timeout_s);
   while (true) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -134,7 +131,8 @@ void receiveAll(int fd, size_t bytes) {
   std::vector<char> buf(kChunk, 0);
   for (size_t done = 0; done < bytes;) {
     ssize_t n = recv(fd, buf.data(), std::min(kChunk, bytes - done), 0);
-    if (n <= 0) fail("recv after " + std::to_string(done) + " bytes" + (n == 0 ? " (peer closed)" : ""));
+    if (n == 0) failWithout("the peer closed after " + std::to_string(done) + " bytes");
+    if (n < 0) fail("recv after " + std::to_string(done) + " bytes");
     done += n;
   }
 }
@@ -146,7 +144,7 @@ void run(const Options& o) {
   for (int fd : {out, in})
     if (fd >= 0) setDeadlines(fd, o.timeout_s);
   auto start = Clock::now();
-  std::string send_error;
+  std::string send_error, receive_error;
   std::thread sender([&] {
     try {
       if (out >= 0) sendAll(out, o.bytes);
@@ -154,9 +152,14 @@ void run(const Options& o) {
       send_error = e.what();
     }
   });
-  if (in >= 0) receiveAll(in, o.bytes);
+  try {
+    if (in >= 0) receiveAll(in, o.bytes);
+  } catch (const std::exception& e) {
+    receive_error = e.what();  // the sender is joined first: it ends by its own deadline
+  }
   sender.join();
-  if (!send_error.empty()) throw std::runtime_error(send_error);
+  for (const std::string& error : {receive_error, send_error})
+    if (!error.empty()) throw std::runtime_error(error);
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf("tcp_streams: sent %zu received %zu bytes in %.4f s: %.4f GB/s\n", out >= 0 ? o.bytes : 0,
               in >= 0 ? o.bytes : 0, seconds, o.bytes / seconds / 1e9);

@@ -12,6 +12,7 @@ never far.
 """
 import os
 import re
+import statistics
 import subprocess
 import time
 
@@ -19,17 +20,17 @@ FLOOR_BYTES = "1G"  # a second or so per stream here: long against the start-up 
 FLOOR_TIMEOUT_S = 60
 
 
-def cpu_may_limit(rate):
+def cpu_may_limit(scn):
     """Unshaped, or faster than 1 Gbit/s: where 4 ranks on this machine's 2 cores can no longer
     fill the links (at 1 Gbit/s every system is held by the link and the floor says nothing)."""
-    m = re.fullmatch(r"([0-9.]+)([kmg])bit", rate)
-    return m is None or float(m[1]) * {"k": 1e3, "m": 1e6, "g": 1e9}[m[2]] > 1e9
+    link = scn.limit()  # GB/s, None where unshaped
+    return link is None or link > 0.125
 
 
 def measure_floor(scn):
     """{"ring": GB/s, "chain": GB/s} per stream (the slowest stream's rate), or None where the
     links decide or a stream failed (the reason is printed; the comparison goes on without)."""
-    if scn.hosts < 2 or not cpu_may_limit(scn.rate):
+    if scn.hosts < 2 or not cpu_may_limit(scn):
         return None
     floor = {}
     for shape in ("ring", "chain"):
@@ -78,7 +79,7 @@ def floor_lines(scn, m, collective, busbw_by_system):
     if not m.floors:
         return []
     shape = "chain" if collective == "broadcast" else "ring"
-    rate = sorted(f[shape] for f in m.floors)[len(m.floors) // 2]
+    rate = statistics.median(f[shape] for f in m.floors)
     what = (f"{scn.hosts - 1} bare TCP streams in a chain" if shape == "chain"
             else f"{scn.hosts} bare TCP streams in a ring")
     line = f"# {what}, all at once, same run: {rate:.3g} GB/s each, what the kernel carries on these cores"
