@@ -56,6 +56,7 @@ class Executor {
       if (!st) return withStep(st, firstPending());
       if (completions.empty()) COLL_RETURN_IF_ERROR(whileStuck());
     }
+    for (uint32_t l : plan_.connect_order) st_.lane_conn[l]->opEnds(ctx_.ops[0].tag);
     return Status::ok();
   }
 
@@ -74,6 +75,7 @@ class Executor {
       COLL_RETURN_IF_ERROR(ctx_.connect(plan_.lanes[l].peer, &st_.lane_conn[l], &via));
       st_.lane_conn[l]->setStreamingReceives(ctx_.stream_receives);
       st_.lane_conn[l]->setBusySender(plan_.copies_both_ways);
+      st_.lane_conn[l]->opBegins(ctx_.ops[0].tag);
       if (std::find(st_.active.begin(), st_.active.end(), via) == st_.active.end()) st_.active.push_back(via);
     }
     if (ctx_.scratch->size() < s_.scratch_bytes) ctx_.scratch->resize(s_.scratch_bytes);

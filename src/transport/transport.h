@@ -92,6 +92,13 @@ class Connection {
   // one on each side) should then prefer that. Nothing depends on it for correctness.
   void setBusySender(bool on) { busy_sender_ = on; }
 
+  // An op that uses this connection begins, and ends having succeeded. op_tag is the op's wire
+  // tag, the same for every lane of it: a second call for the same op is ignored. A transport
+  // that chooses between ways of moving bytes by timing whole ops (what a benchmark and a
+  // training step wait for) hangs its timing on these. Nothing depends on them for correctness.
+  virtual void opBegins(uint64_t /*op_tag*/) {}
+  virtual void opEnds(uint64_t /*op_tag*/) {}
+
  protected:
   bool streaming_receives_ = false;
   bool busy_sender_ = false;

@@ -19,6 +19,9 @@ namespace {
 // Most a receiver copies by CMA in one poll, so one large message does not starve the other
 // peers' channels (about 0.5 ms at memory bandwidth).
 constexpr size_t kCmaChunk = 4 << 20;
+// A CMA send's copy to its second destination (postSendCopying) goes this much per poll, in
+// step with the peer reading the same bytes a kCmaChunk at a time.
+constexpr size_t kOwnCopyPiece = kCmaChunk;
 // A reducing receive reads CMA messages through a buffer this big: it stays in L2 between the
 // kernel's copy and the reduction.
 constexpr size_t kCmaBounceBytes = 256 << 10;
@@ -36,13 +39,29 @@ void copyPayload(uint8_t* slot, const uint8_t* data, size_t n, bool streamed) {
   else std::memcpy(slot, data, n);
 }
 
+// A busy sender's whole buffers from huge pages go by CMA or through the slots, whichever
+// timing finds faster (timed_choice.h): all of an op's one way, the op timed from opBegins to
+// opEnds, which is what the caller waits for. Measured on this project's 2-vCPU VM, all-gather of 64 MiB on 2 ranks, out of place: cores
+// far apart (a cache-line ping-pong of 0.5 us), CMA 3.7-4.2 ms and the slots 4.1-5.5; cores
+// near (0.1 us), CMA 5.1-5.3 ms and the slots 3.4-4.6. Which state the VM is in changes every
+// few seconds to minutes, as a cross-socket pair's does when the scheduler moves it. Every 64
+// ops (about 0.25 s of 64 MiB all-gathers) 3 go the other way: at most about 1.5 % of the time
+// where that way is a third slower.
+constexpr TimedChoice::Rules kWayRules{1.0, 64, 3, 0, 3};
+// An op is timed where at most 1/kWayOtherShare of its large sends' bytes had to take the slots.
+constexpr size_t kWayOtherShare = 8;
+
 constexpr auto kAcquire = std::memory_order_acquire;
 constexpr auto kRelease = std::memory_order_release;
 
 }  // namespace
 
 ShmConnection::ShmConnection(const Endpoints& e, PeerProcess process, std::vector<Completion>* completions)
-    : e_(e), process_(std::move(process)), completions_(completions), self_pid_(static_cast<int32_t>(::getpid())) {
+    : e_(e),
+      process_(std::move(process)),
+      completions_(completions),
+      self_pid_(static_cast<int32_t>(::getpid())),
+      way_(kWayRules) {
   cma_send_ = e_.cma_threshold > 0 && e_.outbound.control->cma_ok.load(kAcquire) != 0;
   head_ = e_.outbound.control->head.load(kAcquire);  // ours: 0 unless reused
   tail_seen_ = e_.outbound.control->tail.load(kAcquire);
@@ -65,31 +84,59 @@ void ShmConnection::complete(uint64_t cookie, Status status) {
 
 void ShmConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
   if (!failure_.isOk()) return complete(cookie, failure_);
-  bool cma = sendsByCma(data, bytes);
+  const bool cma = sendsByCma(data, bytes);
   sends_.push_back(SendRequest{static_cast<const uint8_t*>(data), bytes, tag, cookie, cma, bytes});
   if (sends_.size() == 1) pushSends();
 }
 
 // Where the threshold is ours, not the user's: only a busy sender (Connection::setBusySender),
-// whose core would otherwise copy, and only from huge pages (huge_pages.h). A sender with time
-// to spare copies into the slots while the receiver copies out: two cores on it. Measured on
-// this 2-core VM, 64 MiB, 2 ranks, one round: broadcast (whose root only sends) 5.9 ms through
-// the slots against 6.8 by CMA; all-gather 5.4 against 3.9.
+// whose core would otherwise copy, only from huge pages (huge_pages.h), and only where timing
+// says CMA is faster (kWayRules). A sender with time to spare copies into the slots while the
+// receiver copies out: two cores on it. Measured on this 2-core VM, 64 MiB, 2 ranks, one round:
+// broadcast (whose root only sends) 5.9 ms through the slots against 6.8 by CMA.
 bool ShmConnection::sendsByCma(const void* data, size_t bytes) {
   if (!cma_send_ || bytes < e_.cma_threshold) return false;
-  if (!e_.cma_huge_only) return true;
-  return busy_sender_ && HugePages::process().backs(data, bytes);
+  if (!e_.cma_huge_only) return true;  // the user's threshold: every message above it
+  if (!busy_sender_ || !HugePages::process().backs(data, bytes)) {
+    op_.other_bytes += bytes;
+    return false;
+  }
+  if (!op_.chosen) {
+    op_.chosen = true;
+    const bool was = way_.second();
+    op_.cma = way_.pick(op_.open, &op_.timed);
+    if (op_.cma != was)
+      COLL_TRACE("SHM", "%s: large sends go %s now (median ns/byte: slots %.4f, CMA %.4f)", describe().c_str(),
+                 op_.cma ? "by CMA" : "through the slots", way_.medianNsPerByte(false), way_.medianNsPerByte(true));
+  }
+  op_.bytes += bytes;
+  return op_.cma;
+}
+
+void ShmConnection::opBegins(uint64_t op_tag) {
+  if (op_.open && op_.tag == op_tag) return;  // its other lane
+  op_ = OpWay{};
+  op_.open = true;
+  op_.tag = op_tag;
+  if (busy_sender_ && cma_send_ && e_.cma_huge_only) op_.start = std::chrono::steady_clock::now();
+}
+
+void ShmConnection::opEnds(uint64_t op_tag) {
+  if (!op_.open || op_.tag != op_tag) return;
+  op_.open = false;
+  if (!op_.timed || op_.other_bytes > op_.bytes / kWayOtherShare) return;
+  way_.record(op_.cma, op_.bytes, std::chrono::steady_clock::now() - op_.start);
 }
 
 bool ShmConnection::postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) {
-  // CMA sends never touch the bytes: the caller copies, then posts the send, which asks again
-  // (a page's uses are counted by the question, so such a send counts two).
-  if (bytes == 0 || sendsByCma(data, bytes)) return false;
+  if (bytes == 0) return false;
   if (!failure_.isOk()) {
     complete(cookie, failure_);
     return true;
   }
-  SendRequest s{static_cast<const uint8_t*>(data), bytes, tag, cookie, false, bytes};
+  // By CMA too: the copy goes a piece per poll while the peer reads the same bytes
+  // (copyBesideCma), and the way is chosen once per send.
+  SendRequest s{static_cast<const uint8_t*>(data), bytes, tag, cookie, sendsByCma(data, bytes), bytes};
   s.copy_to = static_cast<uint8_t*>(copy);
   sends_.push_back(s);
   if (sends_.size() == 1) pushSends();
@@ -155,6 +202,7 @@ bool ShmConnection::poll() {
   for (uint64_t turn = 0; turn < turns; ++turn) {
     read_cma_ = false;
     bool step = pushSends(1);
+    step |= copyBesideCma();
     step |= pullRecvs(1);
     if (!step) break;
     moved = true;
@@ -198,6 +246,7 @@ bool ShmConnection::writeSlot(SendRequest& s) {
     h.cma_sequence = s.cma_sequence = ++cma_sent_;
     h.cma_pid = self_pid_;
     std::memcpy(slot, &h, sizeof h);
+    if (!s.copy_to) s.offset = s.bytes;  // offset: how much of the copy to copy_to is made
     cma_waiting_.push_back(s);
     return true;
   }
@@ -224,11 +273,28 @@ void ShmConnection::chooseCopy(SendRequest& s) {
   if (s.timed) s.first_slot = std::chrono::steady_clock::now();
 }
 
+// A piece of the copy a CMA send makes to copy_to (postSendCopying), as the peer reads. Where
+// the two cores share a cache, the second read of a line may find it there. Where they do not
+// (this VM's cores far apart), it measured the same as the whole copy at once: 4.4-5.0 ms for a
+// 64 MiB all-gather on 2 ranks either way.
+bool ShmConnection::copyBesideCma() {
+  for (SendRequest& s : cma_waiting_) {
+    if (s.offset == s.bytes) continue;
+    const size_t n = std::min(kOwnCopyPiece, s.bytes - s.offset);
+    if (streaming_receives_) reduce::copyStreaming(s.copy_to + s.offset, s.data + s.offset, n);
+    else std::memcpy(s.copy_to + s.offset, s.data + s.offset, n);
+    s.offset += n;
+    return true;
+  }
+  return false;
+}
+
 bool ShmConnection::reapCmaSends() {
   if (cma_waiting_.empty()) return false;
   uint64_t done = e_.outbound.control->cma_done.load(kAcquire);
   bool moved = false;
-  while (!cma_waiting_.empty() && cma_waiting_.front().cma_sequence <= done) {
+  while (!cma_waiting_.empty() && cma_waiting_.front().cma_sequence <= done &&
+         cma_waiting_.front().offset == cma_waiting_.front().bytes) {
     complete(cma_waiting_.front().cookie, Status::ok());
     cma_waiting_.pop_front();
     moved = true;

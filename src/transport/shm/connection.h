@@ -23,6 +23,7 @@
 #include "transport/shm/layout.h"
 #include "transport/shm/segment.h"
 #include "transport/shm/slot_copy_policy.h"
+#include "transport/shm/timed_choice.h"
 #include "transport/transport.h"
 
 namespace coll::transport::shm {
@@ -72,6 +73,8 @@ class ShmConnection : public Connection {
   void fail(const Status& status);
   // This side is going away (transport destroyed): the peer's requests stop waiting for us.
   void close();
+  void opBegins(uint64_t op_tag) override;
+  void opEnds(uint64_t op_tag) override;
 
  private:
   struct SendRequest {
@@ -81,12 +84,27 @@ class ShmConnection : public Connection {
     uint64_t cookie;
     bool cma;
     size_t ready;             // bytes that may be sent: less for a forward whose receive is under way
-    size_t offset = 0;        // inline: bytes already in slots
+    size_t offset = 0;        // inline: bytes already in slots; CMA: bytes copied to copy_to
     uint64_t cma_sequence = 0;
     uint8_t* copy_to = nullptr;  // postSendCopying: the second destination of the bytes
     bool streamed = false;       // its slots written around the cache (slot_copy_policy.h)
     bool timed = false;          // ... and its time reported to the policy when written
     std::chrono::steady_clock::time_point first_slot;
+  };
+  // An op as this connection sees it (opBegins to opEnds). A busy sender's whole buffers from
+  // huge pages go one way for the whole op: its pieces are posted as the op goes and complete
+  // one after another, so only the op's time says which way moved them faster. The op is timed
+  // where nearly all its large sends could go either way: the 2 MiB pages at a buffer's ends
+  // often hold other objects too, and stay small.
+  struct OpWay {
+    bool open = false;
+    uint64_t tag = 0;
+    bool chosen = false;     // the way of its first eligible send was picked
+    bool cma = false;        // ... and it is CMA
+    bool timed = false;      // its time goes to way_
+    size_t bytes = 0;        // of its eligible sends
+    size_t other_bytes = 0;  // of its large sends that could not go by CMA (the pages at its ends)
+    std::chrono::steady_clock::time_point start;
   };
   struct RecvRequest {
     uint8_t* data;
@@ -107,6 +125,7 @@ class ShmConnection : public Connection {
   void publishSlot();  // the slot at head_ is written: hand it to the peer
   bool writeSlot(SendRequest& s);  // true when the request left the queue
   void chooseCopy(SendRequest& s);  // at its first slot: how it goes in, and whether it is timed
+  bool copyBesideCma();  // true if it copied
   bool reapCmaSends();
   bool pullRecvs(size_t max_slots = SIZE_MAX);  // true if it read one
   bool readSlot(const SlotHeader& h, RecvRequest& r);  // true when the slot is done with
@@ -140,6 +159,8 @@ class ShmConnection : public Connection {
   uint64_t head_seen_ = 0;  // inbound: the peer's head, last read
   Status failure_;          // the first error sticks
   SlotCopyPolicy copy_policy_;  // outbound: how large payloads go into slots
+  TimedChoice way_;             // outbound, busy senders from huge pages: slots (first) or CMA (second)
+  OpWay op_;
   bool read_cma_ = false;       // poll(): the last slot read was a CMA piece
 };
 
