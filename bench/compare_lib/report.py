@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .common import *  # noqa: F401,F403
+from .copy_floor import copy_floor_lines
 from .tcp_floor import floor_lines
 
 
@@ -64,6 +65,7 @@ def table_text(scn, m, collective, systems, rows):
         for r in rows:
             lines.append(f"{human_size(r['size']):>10} " + " ".join(f"{cell(r['cpu'][s]):>10}" for s in systems))
     lines += floor_lines(scn, m, collective, {s: rows[-1]["busbw"][s] for s in systems})
+    lines += copy_floor_lines(scn, m, collective, {s: rows[-1]["busbw"][s] for s in systems})
     ceiling = scn.ceiling(statistics.median(m.limits) if m.limits else None)
     for s in systems:
         over = [human_size(r["size"]) for r in rows if ceiling and (r["busbw"][s] or 0) > ceiling]

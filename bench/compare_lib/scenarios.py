@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .common import *  # noqa: F401,F403
+from .copy_floor import measure_copy_floor
 from .tcp_floor import measure_floor
 
 
@@ -187,6 +188,9 @@ class Scenario:
     def tcp_floor(self):
         return None  # one host: memcpy is the limit
 
+    def copy_floor(self, collectives):
+        return None  # where hosts are simulated, the network is the limit
+
     def close(self):
         shutil.rmtree(self.work, ignore_errors=True)
 
@@ -229,6 +233,9 @@ class LocalScenario(Scenario):
         return max(float(gbs) for _, gbs in found) if rc == 0 and found else None
 
     limit_label = "memcpy (best of 1 and 2 threads)"
+
+    def copy_floor(self, collectives):
+        return measure_copy_floor(self, collectives)
 
     def ceiling(self, limit):
         return None  # in-cache sizes legitimately beat memcpy of 64 MiB
@@ -378,6 +385,7 @@ class Measurements:
         self.busbw, self.time_us, self.cpu, self.errors = {}, {}, {}, {}
         self.limits, self.loads, self.raw = [], [], []
         self.floors = []  # per round, where the CPUs may decide: bare TCP streams' rates (tcp_floor.py)
+        self.copy_floors = []  # per round, one host: bare copies of the all-gather (copy_floor.py)
 
     def add(self, rnd, collective, system, outcome, n, load):
         """Records outcome; busbw is recomputed from size and time (peers print it rounded
@@ -417,6 +425,9 @@ def measure(scn, collectives, rounds, log):
         floor = scn.tcp_floor()
         if floor:
             m.floors.append(floor)
+        copy_floor = scn.copy_floor(collectives)
+        if copy_floor:
+            m.copy_floors.append(copy_floor)
         for collective in collectives:
             steps = plan([effective_size(collective, s, scn.n) for s in scn.sizes],
                          scn.args.budget, scn.args.max_iters, scn.args.warmup)
