@@ -67,10 +67,14 @@ fi
 # The link at the rate netcluster shapes it to (the probe's β runs a few percent high).
 # As many ops as the measurement times, from idle links: all_reduce_perf times its ops after a
 # barrier, so its warm-up runs leave no backlog behind (and the token bucket refills).
-# What a sender may leave queued: its peer's two socket buffers (832 KiB) and the 20 ms of
-# traffic netcluster's tbf queues ("latency 20ms").
-queued=$(python3 -c "import sys; r=sys.argv[1]; u={'kbit':1e3,'mbit':1e6,'gbit':1e9}[r[-4:]]; print(int(851968 + float(r[:-4]) * u / 8 * 0.020))" "$rate")
-sim="$build/bin/coll-sim --topology $out/topology_$tag.json --link $rate --burst 128K --send-buffer $queued --algo all"
+# What a sender may leave queued: its peer's two socket buffers and the 20 ms of traffic
+# netcluster's tbf queues ("latency 20ms"). Linux grants a socket twice what coll asks
+# (COLL_SOCKET_BUFFER, 4 MiB) up to twice net.core.wmem_max, which the measurement records
+# (sets measured before it did: 212992, Linux's default, 832 KiB for the two sockets).
+if (( ! sim_only )); then cat /proc/sys/net/core/wmem_max >"$out/wmem_max_$tag.txt"; fi
+wmem_max=$(cat "$out/wmem_max_$tag.txt" 2>/dev/null || echo 212992)
+queued=$(python3 -c "import sys; r=sys.argv[1]; u={'kbit':1e3,'mbit':1e6,'gbit':1e9}[r[-4:]]; sock=2*min(4<<20, int(sys.argv[2])); print(int(2 * sock + float(r[:-4]) * u / 8 * 0.020))" "$rate" "$wmem_max")
+sim="$build/bin/coll-sim --topology $out/topology_$tag.json --link $rate --burst 128K --send-buffer $queued --algo all ${SIM_FLAGS:-}"
 sim_iters() { case $1 in *M|*G) echo "-n 3 -w 0" ;; *) echo "-n 40 -w 0" ;; esac; }
 rm -f "$out/sim_$tag.csv"
 for s in $small $large; do

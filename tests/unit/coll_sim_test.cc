@@ -131,6 +131,25 @@ TEST(CollSim, BackToBackRunsAreTimedPerOp) {
   EXPECT_NEAR(four.seconds, one.seconds, one.seconds * 0.05);  // link-bound: each op as long as one alone
 }
 
+// One host, a chain broadcast of 64 MiB in back-to-back runs: the root's sends are done only as
+// its reader drains the shared-memory ring, and the reader takes each run's bytes at intra β,
+// so the root's time per op is the reader's. With no ring (0: a sender never waits) the root
+// would be done at once and the mean over ranks half of that.
+TEST(CollSim, ASenderInsideAHostWaitsForItsReaderBeyondTheRing) {
+  Fabric ring;  // 1 MiB, coll's 8 slots of 128 KiB
+  Fabric none;
+  none.shm_ring_bytes = 0;
+  SimRequest q = request(algo::Collective::broadcast, "chain", 64 << 20);
+  q.in_place = true;
+  q.iters = 4;
+  q.warmup = 1;
+  const ClusterModel with = cluster(1, 2, "1gbit", ring), without = cluster(1, 2, "1gbit", none);
+  const SimResult waits = run(with, q), free = run(without, q);
+  const double read = (64 << 20) / with.topo.intra.beta_Bps;
+  EXPECT_NEAR(waits.seconds, read, read * 0.05);
+  EXPECT_NEAR(free.seconds, read / 2, read * 0.05);
+}
+
 // Builders that break the schedules' rules, to prove the engine names what went wrong.
 algo::Schedule unmatchedSends(const algo::BuildParams& p) {
   algo::Schedule s;
@@ -232,6 +251,7 @@ TEST(CollSimInput, TopologyFilesAreCheckedFieldByField) {
       {head + links + reduce + R"(, "fabric": {"hosts_per_leaf": 1.5})" + "}", "fabric.hosts_per_leaf must be an integer"},
       {head + links + reduce + R"(, "fabric": {"oversubscription": 0})" + "}", "fabric.oversubscription must be >= 1"},
       {head + links + reduce + R"(, "fabric": {"nics_per_host": 0})" + "}", "fabric.nics_per_host must be >= 1"},
+      {head + links + reduce + R"(, "fabric": {"shm_ring_bytes": -1})" + "}", "fabric.shm_ring_bytes must be >= 0"},
       {head + links + reduce + R"(, "fabric": [1])" + "}", "\"fabric\" must be an object"},
       {head + links, "offset"},
   };

@@ -23,6 +23,8 @@ Status checkFabric(const Fabric& f, int hosts) {
   if (!(f.burst_bytes >= 0) || !std::isfinite(f.burst_bytes)) return invalidArgument("fabric.burst_bytes must be >= 0");
   if (!(f.send_buffer_bytes >= 0) || !std::isfinite(f.send_buffer_bytes))
     return invalidArgument("fabric.send_buffer_bytes must be >= 0");
+  if (!(f.shm_ring_bytes >= 0) || !std::isfinite(f.shm_ring_bytes))
+    return invalidArgument("fabric.shm_ring_bytes must be >= 0 (0: a sender inside a host never waits)");
   (void)hosts;
   return Status::ok();
 }
@@ -136,6 +138,7 @@ Status clusterFromFile(const std::string& path, const ClusterFlags& cluster_flag
     return invalidArgument(path + ": fabric.per_message_us must be >= 0");
   m.fabric.burst_bytes = fab.has("burst_bytes") ? fab["burst_bytes"].number(NAN) : 0;
   if (fab.has("send_buffer_bytes")) m.fabric.send_buffer_bytes = fab["send_buffer_bytes"].number(NAN);
+  if (fab.has("shm_ring_bytes")) m.fabric.shm_ring_bytes = fab["shm_ring_bytes"].number(NAN);
   auto flag = [&](const char* name) { return std::find(given.begin(), given.end(), name) != given.end(); };
   if (flag("nics_per_host")) m.fabric.nics_per_host = flags.nics_per_host;
   if (flag("hosts_per_leaf")) m.fabric.hosts_per_leaf = flags.hosts_per_leaf;
@@ -144,6 +147,7 @@ Status clusterFromFile(const std::string& path, const ClusterFlags& cluster_flag
   if (flag("per_message_us")) m.fabric.per_message_s = flags.per_message_s;
   if (flag("burst_bytes")) m.fabric.burst_bytes = flags.burst_bytes;
   if (flag("send_buffer_bytes")) m.fabric.send_buffer_bytes = flags.send_buffer_bytes;
+  if (flag("shm_ring_bytes")) m.fabric.shm_ring_bytes = flags.shm_ring_bytes;
   if (flag("link")) {
     m.topo.inter.beta_Bps = cluster_flags.link_wire_Bps * cluster_flags.goodput;
     m.topo.inter.source = "--link";

@@ -30,6 +30,11 @@ struct Fabric {
   // sockets: COLL_SOCKET_NSTREAMS (2) sockets, each asking for 4 MiB (COLL_SOCKET_BUFFER), of
   // which Linux grants twice net.core.wmem_max (212992 by default).
   double send_buffer_bytes = 2 * 425984;
+  // Inside a host a send is done once the rest fits in the shared-memory ring between the two
+  // ranks (COLL_SHM_NSLOTS x COLL_SHM_SLOT_BYTES: 8 x 128 KiB): a larger message waits for its
+  // receiver to read it, as coll's slots and CMA reads make it wait. 0: the sender never waits
+  // (a transport that buffers everything).
+  double shm_ring_bytes = 8 * 131072;
 };
 
 struct ClusterModel {
@@ -68,7 +73,7 @@ struct ClusterFlags {
 Status clusterFromFlags(const ClusterFlags& flags, ClusterModel* out);
 // A coll-topology-1 file (coll-topo --json, COLL_TOPO_DUMP_FILE), with an optional "fabric"
 // object: {"nics_per_host", "hosts_per_leaf", "oversubscription", "host_memory_GBps",
-// "per_message_us", "burst_bytes", "send_buffer_bytes"}; `given` holds fabric fields set on the
+// "per_message_us", "burst_bytes", "send_buffer_bytes", "shm_ring_bytes"}; `given` holds fabric fields set on the
 // command line ("link" for --link: the inter-host β), which win over the file's. InvalidArgument
 // naming the field and the reason.
 Status clusterFromFile(const std::string& path, const ClusterFlags& flags, const std::vector<std::string>& given,

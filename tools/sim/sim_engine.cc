@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <deque>
 #include <queue>
+#include <unordered_map>
+#include <utility>
 
 #include "base/log.h"
 #include "schedule_feed.h"
@@ -23,8 +26,11 @@ constexpr uint8_t kJoin = 0xff;  // the end of one run of a rank's schedule (not
 // its end in the pairing (16 B, until paired) and its completion event (16 B, while queued).
 constexpr double kBytesPerStep = 80;
 
-// kCopies: a send that also writes the output (Step::copy_to_output).
-enum Flag : uint8_t { kReady = 1, kArrived = 2, kPosted = 4, kChannelOpen = 8, kDone = 16, kCopies = 32 };
+// kCopies: a send that also writes the output (Step::copy_to_output). kAwaitsReader: a send
+// inside a host that did not fit the ring, done only as its receiver reads (Fabric::shm_ring_bytes).
+enum Flag : uint8_t {
+  kReady = 1, kArrived = 2, kPosted = 4, kChannelOpen = 8, kDone = 16, kCopies = 32, kAwaitsReader = 64
+};
 
 // What timing needs of one step, in one cache line's worth: an event touches one record
 // rather than a dozen arrays (a simulation of 16,384 ranks holds tens of millions of them).
@@ -240,6 +246,7 @@ class Runner {
       if (e.kind == EventKind::work) {
         const Rec& x = s_.rec[e.step];
         const double end = net_.receiveWork(x.rank, x.peer, e.t, x.bytes, x.kind == uint8_t(StepKind::recvReduce));
+        if (net_.sameHost(x.rank, x.peer)) readFromRing(x.peer, x.rank, e.t, end, x.bytes);
         if (trace_)
           std::fprintf(stderr, "recv %9.2f us  rank %d  step %u  done %9.2f us\n", e.t * 1e6, s_.rankOf(e.step),
                        e.step - s_.first[static_cast<size_t>(s_.rankOf(e.step))], end * 1e6);
@@ -337,7 +344,7 @@ class Runner {
       std::fprintf(stderr, "send %9.2f us  rank %d -> %d  %u B  step %u  sent %9.2f us\n", t * 1e6, r, dst,
                    s_.rec[g].bytes, g - s_.first[static_cast<size_t>(r)], sent * 1e6);
     if (!net_.sameHost(r, dst)) across_ += s_.rec[g].bytes;
-    push(g, out.sender_done);
+    if (!net_.sameHost(r, dst) || !intoRing(g, r, dst)) push(g, out.sender_done);
     const uint32_t p = s_.rec[g].partner;
     s_.rec[p].flags |= kArrived;
     s_.rec[p].arrives_at = sent + net_.alpha(r, dst);
@@ -352,6 +359,43 @@ class Runner {
   }
 
   void push(uint32_t g, double t) { events_.push({t, g, EventKind::complete}); }
+
+  // The shared-memory ring from one rank to another on its host (Fabric::shm_ring_bytes): a send
+  // is done once every byte posted on it up to its own last one, less what the receiver has read,
+  // fits in the ring. Byte counts since the start of the run.
+  struct Ring {
+    double posted = 0, read = 0;
+    std::deque<std::pair<uint32_t, double>> waiting;  // sends, and the read count that frees each
+  };
+  static uint64_t ringKey(int src, int dst) { return (static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst); }
+
+  // False: the send fits, and is done as a send across hosts would be. True: it waits for reads.
+  bool intoRing(uint32_t g, int src, int dst) {
+    if (m_.fabric.shm_ring_bytes <= 0) return false;
+    Ring& ring = rings_[ringKey(src, dst)];
+    ring.posted += s_.rec[g].bytes;
+    const double frees_at = ring.posted - m_.fabric.shm_ring_bytes;
+    if (frees_at <= ring.read && ring.waiting.empty()) return false;
+    s_.rec[g].flags |= kAwaitsReader;
+    ring.waiting.emplace_back(g, frees_at);
+    return true;
+  }
+
+  // The receiver reads `bytes` from src's ring from `start` until `end`, at an even pace: the
+  // sends waiting for room are done when the reads reach what frees each.
+  void readFromRing(int src, int dst, double start, double end, double bytes) {
+    if (m_.fabric.shm_ring_bytes <= 0 || bytes <= 0) return;
+    Ring& ring = rings_[ringKey(src, dst)];
+    const double before = ring.read;
+    ring.read += bytes;
+    while (!ring.waiting.empty() && ring.waiting.front().second <= ring.read) {
+      const auto [send, frees_at] = ring.waiting.front();
+      ring.waiting.pop_front();
+      s_.rec[send].flags &= static_cast<uint8_t>(~kAwaitsReader);
+      const double share = std::clamp((frees_at - before) / bytes, 0.0, 1.0);
+      push(send, start + share * (end - start));
+    }
+  }
 
   Status stuck(uint64_t done) const {
     for (uint32_t g = 0; g < s_.size(); ++g) {
@@ -373,6 +417,7 @@ class Runner {
   std::vector<int> joins_;
   std::vector<uint32_t> left_, join_;  // per rank: steps of its current run not done; that run's join
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::unordered_map<uint64_t, Ring> rings_;
   uint64_t messages_ = 0, across_ = 0, done_ = 0;
   const bool trace_ = std::getenv("COLL_SIM_TRACE") != nullptr;  // every message, for debugging a model
 };

@@ -19,7 +19,7 @@ double Network::Link::sendTime(double begin, double bytes, double peak_Bps) {
   return seconds;
 }
 
-Network::Network(const ClusterModel& m, int period) : m_(m), period_(period), peak_Bps_(m.topo.intra.beta_Bps) {
+Network::Network(const ClusterModel& m, int period) : peak_Bps_(m.topo.intra.beta_Bps), m_(m), period_(period) {
   const size_t hosts = static_cast<size_t>(m.numHosts());
   const size_t nics = hosts * static_cast<size_t>(m.fabric.nics_per_host);
   const double burst = m.fabric.burst_bytes;

@@ -56,6 +56,7 @@ std::string simUsage() {
          "              --host-memory-GBps M (0: no shared limit)  --per-message-us O (intra α / 4)\n"
          "              --burst BYTES (NICs shaped by a token bucket, as netcluster's tbf: 128K; 0: none)\n"
          "              --send-buffer BYTES (832K: the send buffers of a peer's sockets; a send is done once the rest fits)\n"
+         "              --shm-ring BYTES (1M: inside a host, a send is done once the rest fits the ring; 0: at once)\n"
          "              (with --topology, these and --link override the file's)\n"
          "  schedule:   --slice BYTES (512K)  --depth N (8)\n"
          "  runs:       -n ITERS (1) -w WARMUP (0): back-to-back ops per rank, timed as all_reduce_perf does\n"
@@ -102,6 +103,10 @@ ParseOutcome parseSimOptions(int argc, char** argv, SimOptions* o, std::string* 
     else if (a == "--send-buffer") {
       size_t b = 0;
       ok = bench::parseSize(v, &b), o->cluster.fabric.send_buffer_bytes = static_cast<double>(b), given("send_buffer_bytes");
+    }
+    else if (a == "--shm-ring") {
+      size_t b = 0;
+      ok = bench::parseSize(v, &b), o->cluster.fabric.shm_ring_bytes = static_cast<double>(b), given("shm_ring_bytes");
     }
     else if (a == "--goodput") ok = parseDouble(v, &o->cluster.goodput);
     else if (a == "--inter-alpha-us") ok = parseDouble(v, &d) && d >= 0, o->cluster.inter_alpha_s = d / 1e6;
