@@ -1,5 +1,6 @@
 """What every part of bench/compare.py shares: paths, systems, collectives, sizes."""
 import os
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -29,3 +30,16 @@ def effective_size(collective, size, n):
         per_rank = max(1, size // 4 // n)
         return per_rank * n * 4
     return max(4, size // 4 * 4)
+
+
+def run_cmd(cmd, timeout, env=None):
+    """(rc, stdout+stderr) of cmd; rc 124 after timeout (its process group killed)."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=timeout, env=env, start_new_session=True)
+        return p.returncode, p.stdout
+    except FileNotFoundError as e:
+        return 127, f"# {e}"
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return 124, out + f"\n# timed out after {timeout} s"

@@ -92,19 +92,6 @@ def finish(proc_out, rc, rows, what):
     return Outcome(rows)
 
 
-def run_cmd(cmd, timeout, env=None):
-    """(rc, stdout+stderr) of cmd; rc 124 after timeout (its process group killed)."""
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=timeout, env=env, start_new_session=True)
-        return p.returncode, p.stdout
-    except FileNotFoundError as e:
-        return 127, f"# {e}"
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        return 124, out + f"\n# timed out after {timeout} s"
-
-
 # ---------------------------------------------------------------- scenarios
 
 class Scenario:

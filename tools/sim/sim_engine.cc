@@ -246,7 +246,7 @@ class Runner {
       if (e.kind == EventKind::work) {
         const Rec& x = s_.rec[e.step];
         const double end = net_.receiveWork(x.rank, x.peer, e.t, x.bytes, x.kind == uint8_t(StepKind::recvReduce));
-        if (net_.sameHost(x.rank, x.peer)) readFromRing(x.peer, x.rank, e.t, end, x.bytes);
+        if (net_.sameHost(x.rank, x.peer)) readFromRing(ringKey(x.partner, e.step), e.t, end, x.bytes);
         if (trace_)
           std::fprintf(stderr, "recv %9.2f us  rank %d  step %u  done %9.2f us\n", e.t * 1e6, s_.rankOf(e.step),
                        e.step - s_.first[static_cast<size_t>(s_.rankOf(e.step))], end * 1e6);
@@ -344,7 +344,7 @@ class Runner {
       std::fprintf(stderr, "send %9.2f us  rank %d -> %d  %u B  step %u  sent %9.2f us\n", t * 1e6, r, dst,
                    s_.rec[g].bytes, g - s_.first[static_cast<size_t>(r)], sent * 1e6);
     if (!net_.sameHost(r, dst)) across_ += s_.rec[g].bytes;
-    if (!net_.sameHost(r, dst) || !intoRing(g, r, dst)) push(g, out.sender_done);
+    if (!net_.sameHost(r, dst) || !intoRing(g)) push(g, out.sender_done);
     const uint32_t p = s_.rec[g].partner;
     s_.rec[p].flags |= kArrived;
     s_.rec[p].arrives_at = sent + net_.alpha(r, dst);
@@ -367,12 +367,16 @@ class Runner {
     double posted = 0, read = 0;
     std::deque<std::pair<uint32_t, double>> waiting;  // sends, and the read count that frees each
   };
-  static uint64_t ringKey(int src, int dst) { return (static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst); }
+  // Keyed by the simulated ranks of a send and of the receive it meets (with a periodic
+  // simulation a message's peer may be named by its real rank, its image by the simulated one).
+  uint64_t ringKey(uint32_t send, uint32_t recv) const {
+    return (static_cast<uint64_t>(s_.rankOf(send)) << 32) | static_cast<uint32_t>(s_.rankOf(recv));
+  }
 
   // False: the send fits, and is done as a send across hosts would be. True: it waits for reads.
-  bool intoRing(uint32_t g, int src, int dst) {
+  bool intoRing(uint32_t g) {
     if (m_.fabric.shm_ring_bytes <= 0) return false;
-    Ring& ring = rings_[ringKey(src, dst)];
+    Ring& ring = rings_[ringKey(g, s_.rec[g].partner)];
     ring.posted += s_.rec[g].bytes;
     const double frees_at = ring.posted - m_.fabric.shm_ring_bytes;
     if (frees_at <= ring.read && ring.waiting.empty()) return false;
@@ -383,9 +387,9 @@ class Runner {
 
   // The receiver reads `bytes` from src's ring from `start` until `end`, at an even pace: the
   // sends waiting for room are done when the reads reach what frees each.
-  void readFromRing(int src, int dst, double start, double end, double bytes) {
+  void readFromRing(uint64_t key, double start, double end, double bytes) {
     if (m_.fabric.shm_ring_bytes <= 0 || bytes <= 0) return;
-    Ring& ring = rings_[ringKey(src, dst)];
+    Ring& ring = rings_[key];
     const double before = ring.read;
     ring.read += bytes;
     while (!ring.waiting.empty() && ring.waiting.front().second <= ring.read) {

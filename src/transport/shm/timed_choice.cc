@@ -12,6 +12,7 @@ void TimedChoice::Samples::add(double sample) {
 }
 
 double TimedChoice::Samples::median() const {
+  if (count == 0) return 0;
   std::array<double, kSamples> sorted{};
   for (int i = 0; i < count; ++i) {  // insertion sort of at most kSamples values
     int j = i;

@@ -1,6 +1,6 @@
 // Two ways of moving the same bytes, chosen by timing them as they run: what is faster depends
 // on where the kernel and the hypervisor put the processes, and that changes while they run
-// (slot_copy_policy.h, cma_send_policy.h say which two ways, and what was measured).
+// (slot_copy_policy.h, and kWayRules in connection.cc, say which two ways and what was measured).
 //
 // The chooser compares the ways by the median time per byte of their last kSamples timed uses:
 // one use held up between two ops (the peer posts no receive there) takes many times as long as
@@ -41,7 +41,7 @@ class TimedChoice {
   void record(bool second, size_t bytes, std::chrono::nanoseconds took);
 
   bool second() const { return second_; }  // the way in use
-  double medianNsPerByte(bool second) const { return samples_[second ? 1 : 0].count ? samples_[second ? 1 : 0].median() : 0; }
+  double medianNsPerByte(bool second) const { return samples_[second ? 1 : 0].median(); }  // 0: none yet
 
  private:
   struct Samples {
