@@ -63,9 +63,11 @@ class COLL_API Communicator {
 
   // Buffers may be host memory or, in a CUDA build, device memory (cudaMalloc), the same kind
   // on every rank. With device buffers the op reads its input after the work queued on
-  // `stream` (a cudaStream_t; nullptr: the legacy default stream) before the call, work queued
-  // there after the call waits for the op, and Work::wait() returns once the result is in
-  // place. Host buffers take no stream.
+  // `stream` (a cudaStream_t) before the call, work queued there after the call waits for the
+  // op, and Work::wait() returns once the result is in place. Without a stream (nullptr) the op
+  // reads its input after the work queued on the legacy default stream, but nothing queued
+  // afterwards waits for it: only Work::wait() says the result is there. Host buffers take no
+  // stream.
   //
   // recv[i] = op over all ranks of send[i], for i < count. send == recv is in-place.
   // Every rank receives bit-identical results.

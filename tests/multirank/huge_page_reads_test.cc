@@ -98,7 +98,8 @@ void allgatherRounds(Communicator& comm, int n, int rank, bool in_place) {
   // The last rounds' send buffers are huge pages, where this kernel makes them and the ranks
   // have a core each (huge_pages.h, ShmTransport::decideOversubscribed).
   RANK_CHECK(!kernelCollapses() || !cmaAllowed() || n > cores() || anonHugeKiB() > 0,
-             "no send buffer was collapsed into huge pages");
+             "no send buffer was collapsed into huge pages (slices under the 256 KiB CMA threshold never are: run "
+             "with --env=COLL_SLICE_BYTES= as ctest does, not the test runner's 4 KiB)");
 }
 
 // A chain: the ranks between the root and the last both receive and send, so they are busy

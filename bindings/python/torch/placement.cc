@@ -81,6 +81,7 @@ void waitFor(const c10::Event& event) {
 
 std::function<void()> queueCopyBack(const Placement& where, std::function<void()> copy) {
   if (!copy || !where.onGpu()) return copy;
+  if (!where.raw) return copyWhenArrived(where, std::move(copy));  // queued now, it read the output too early
   {
     c10::StreamGuard guard(where.stream);
     copy();

@@ -32,7 +32,9 @@ Placement placementOf(const std::vector<at::Tensor>& tensors, const char* op);
 // op it is queued now, on the op's stream right behind the op (coll orders the op before the
 // work queued after the call), as nccl's would be; what comes back waits for that copy alone,
 // for the Completer to run before it completes the Work. For host tensors, `copy` itself, to
-// run then. Call it right after issuing the op.
+// run then. Call it right after issuing the op. On torch's default stream (a null handle) coll
+// does not order the op before later work (communicator.h): there the copy waits for the op as
+// a staged receive's does (copyWhenArrived).
 std::function<void()> queueCopyBack(const Placement& where, std::function<void()> copy);
 
 // The copy of a staged receive into the caller's GPU tensor, to run when the bytes have
