@@ -5,11 +5,14 @@
 # bucket (tbf, 128 KB burst); bench/scripts/sim_compare.py prints both side by side and counts
 # the points within 15% and the sizes where both name the same fastest algorithm.
 # usage: bench/scripts/sim_validate.sh [--build DIR] [--hosts 4] [--per-host 1] [--rate 1gbit]
-#            [--out DIR] [--small "8 ... 1M"] [--large "4M 16M 64M 256M"] [--sim-only]
+#            [--out DIR] [--small "8 ... 1M"] [--large "4M 16M 64M 256M"] [--rounds 3] [--sim-only]
 # --sim-only: no measurement; simulate again against the CSV and topology already in --out.
+# Each size is one job per collective that times every algorithm side by side (the perf
+# programs' -Q): --rounds interleaved rounds for the small sizes, the median of each reported;
+# one round for the large ones, which repeat within a few percent (docs/SIMULATOR.md).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-build=$here/build hosts=4 per_host=1 rate=1gbit out="" sim_only=0
+build=$here/build hosts=4 per_host=1 rate=1gbit out="" sim_only=0 rounds=3
 small="8 32 128 512 2K 8K 32K 128K 512K" large="2M 8M 32M 128M 256M"
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -20,6 +23,7 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --small) small=$2; shift 2 ;;
     --large) large=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --sim-only) sim_only=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -33,23 +37,23 @@ cleanup() { (( sim_only )) || "$NC" down --prefix $prefix >/dev/null 2>&1 || tru
 trap cleanup EXIT
 tag="${hosts}x${per_host}_$rate"
 
-# Large messages take seconds at 1 Gbit/s: fewer iterations there.
-iters_for() { case $1 in *M|*G) echo "-n 3 -w 1" ;; *) echo "-n 40 -w 5" ;; esac; }
+# Large messages take seconds at 1 Gbit/s: fewer iterations and one round there.
+iters_for() { case $1 in *M|*G) echo "-n 3 -j 1" ;; *) echo "-n 40 -j $rounds" ;; esac; }
 
-run() { # program collective algo size -> "size time_us" (out-of-place), appended to measured.csv
-  local prog=$1 coll=$2 algo=$3 size=$4 pids=() k rc=0 dump=""
+run() { # program collective "algos" size -> a line per algorithm (out of place) in measured.csv
+  local prog=$1 coll=$2 algos=$3 size=$4 pids=() k rc=0 dump=""
   port=$((port + 1))
   [[ -f $out/topology_$tag.json ]] || dump=$out/topology_$tag.json
   for k in $(seq 0 $((world - 1))); do
     # shellcheck disable=SC2046
-    timeout 600 "$NC" exec $prefix$((k / per_host)) -- env RANK=$k WORLD_SIZE=$world MASTER_ADDR=$subnet.1 \
-      MASTER_PORT=$port COLL_JOB_SECRET=simv-$port COLL_ALGO=$coll:$algo ${dump:+COLL_TOPO_DUMP_FILE=$dump} \
-      "$build/bin/$prog" -b "$size" -e "$size" $(iters_for "$size") -c 0 >"$work/out.$k" 2>&1 &
+    timeout 900 "$NC" exec $prefix$((k / per_host)) -- env RANK=$k WORLD_SIZE=$world MASTER_ADDR=$subnet.1 \
+      MASTER_PORT=$port COLL_JOB_SECRET=simv-$port ${dump:+COLL_TOPO_DUMP_FILE=$dump} \
+      "$build/bin/$prog" -b "$size" -e "$size" $(iters_for "$size") -c 0 -Q "$algos" >"$work/out.$k" 2>&1 &
     pids+=($!)
   done
   for k in "${pids[@]}"; do wait "$k" || rc=$?; done
-  [[ $rc == 0 ]] || { echo "run failed ($coll $algo $size)" >&2; cat "$work"/out.* >&2; return 1; }
-  awk -v c="$coll" -v a="$algo" '$1 ~ /^[0-9]+$/ {print c "," a "," $1 "," $6; exit}' "$work/out.0" >>"$out/measured_$tag.csv"
+  [[ $rc == 0 ]] || { echo "run failed ($coll $size)" >&2; cat "$work"/out.* >&2; return 1; }
+  awk -v c="$coll" '$1 ~ /^[0-9]+$/ {print c "," $NF "," $1 "," $6}' "$work/out.0" >>"$out/measured_$tag.csv"
 }
 
 allreduce_algos="ring direct tree rhd rd"
@@ -57,9 +61,10 @@ allreduce_algos="ring direct tree rhd rd"
 if (( ! sim_only )); then
   "$NC" up "$hosts" --rate "$rate" --prefix $prefix --subnet $subnet >/dev/null
   echo "collective,algorithm,bytes,measured_us" >"$out/measured_$tag.csv"
+  echo "perf programs' -Q, $rounds interleaved rounds below 1 MiB, one above" >"$out/method_$tag.txt"
   for size in $small $large; do
-    for a in $allreduce_algos; do run all_reduce_perf allreduce "$a" "$size"; done
-    for a in chain direct binomial; do run broadcast_perf broadcast "$a" "$size"; done
+    run all_reduce_perf allreduce "$allreduce_algos" "$size"
+    run broadcast_perf broadcast "chain direct binomial" "$size"
     echo "$tag: $size done" >&2
   done
 fi
