@@ -150,6 +150,34 @@ TEST(CollSim, ASenderInsideAHostWaitsForItsReaderBeyondTheRing) {
   EXPECT_NEAR(free.seconds, read / 2, read * 0.05);
 }
 
+// coll's reducing receives keep the ring's slots: the sender copies each message in and the
+// receiver reduces it out, both on the ranks' own progress threads. A ring all-reduce of 2 ranks
+// on one host (γ = β) then costs every rank four passes over half the buffer (copy in and reduce
+// out, copy in and copy out), twice what a single-copy transport (no ring modelled) would.
+TEST(CollSim, ASenderInsideAHostCopiesIntoTheRingForAReducingOp) {
+  Fabric none;
+  none.shm_ring_bytes = 0;
+  ClusterModel with = cluster(1, 2, "1gbit"), without = cluster(1, 2, "1gbit", none);
+  with.topo.gamma_Bps = with.topo.intra.beta_Bps;
+  without.topo.gamma_Bps = without.topo.intra.beta_Bps;
+  SimRequest q = request(algo::Collective::allreduce, "ring", 64 << 20);
+  q.iters = 2;
+  const double pass = (64 << 20) / with.topo.intra.beta_Bps;  // two halves, once each
+  EXPECT_NEAR(run(with, q).seconds, 2 * pass, pass * 0.1);
+  EXPECT_NEAR(run(without, q).seconds, pass, pass * 0.1);
+}
+
+// An all-gather's ranks both send and receive and reduce nothing: busy senders, whose messages
+// of 256 KiB and more are read by CMA. A rank of 3 then copies its own chunk to its output and
+// reads the two others into it, and forwards the one it received without copying it again.
+TEST(CollSim, ABusySendersLargeMessagesAreReadWithoutItsCopy) {
+  const ClusterModel m = cluster(1, 3, "1gbit");
+  SimRequest q = request(algo::Collective::allgather, "ring", 48 << 20);
+  q.iters = 2;
+  const double pass = (48 << 20) / m.topo.intra.beta_Bps;  // the whole output, once per rank
+  EXPECT_NEAR(run(m, q).seconds, pass, pass * 0.1);
+}
+
 // Builders that break the schedules' rules, to prove the engine names what went wrong.
 algo::Schedule unmatchedSends(const algo::BuildParams& p) {
   algo::Schedule s;

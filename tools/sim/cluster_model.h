@@ -7,8 +7,8 @@
 //   rank --(NIC out)--> [leaf uplink --spine--> leaf downlink] --(NIC in)--> rank
 // across hosts, where the bracket is crossed only between hosts under different leaves (the
 // spine itself never blocks; oversubscription sits in the leaf uplinks), and
-//   rank --(the receiver's copy at intra β)--[host memory]--> rank
-// inside a host.
+//   rank --(the sender's copy into the ring)--[host memory]--(the receiver's copy or reduction)--> rank
+// inside a host, where a busy sender's large messages skip the sender's copy (read by CMA).
 #pragma once
 
 #include <string>

@@ -28,9 +28,28 @@ constexpr double kBytesPerStep = 80;
 
 // kCopies: a send that also writes the output (Step::copy_to_output). kAwaitsReader: a send
 // inside a host that did not fit the ring, done only as its receiver reads (Fabric::shm_ring_bytes).
+// kSenderCopies: a send inside a host whose sender copies it once (into the ring, or its own
+// copy to the output beside a peer's CMA read), on top of the receiver's pass.
 enum Flag : uint8_t {
-  kReady = 1, kArrived = 2, kPosted = 4, kChannelOpen = 8, kDone = 16, kCopies = 32, kAwaitsReader = 64
+  kReady = 1, kArrived = 2, kPosted = 4, kChannelOpen = 8, kDone = 16, kCopies = 32, kAwaitsReader = 64,
+  kSenderCopies = 128
 };
+
+// coll's shared memory reads a message by CMA, the sender not copying it, only where the sender
+// is busy (its op both sends and receives and reduces nothing: ShmConnection::sendsByCma) and
+// the message is at least COLL_SHM_CMA_THRESHOLD's default. Everything else goes through the
+// ring's slots: the sender copies in, the receiver copies (or reduces) out.
+constexpr uint32_t kCmaMinBytes = 256 << 10;
+
+bool busySender(const algo::Schedule& sched) {
+  bool sends = false, receives = false;
+  for (const algo::Step& st : sched.steps) {
+    if (st.kind == StepKind::recvReduce) return false;
+    sends = sends || (st.kind == StepKind::send && st.peer >= 0);
+    receives = receives || (st.kind == StepKind::recv && st.peer >= 0);
+  }
+  return sends && receives;
+}
 
 // What timing needs of one step, in one cache line's worth: an event touches one record
 // rather than a dozen arrays (a simulation of 16,384 ranks holds tens of millions of them).
@@ -107,6 +126,7 @@ class Loader {
       return invalidArgument("more than 4 billion steps: too large to simulate");
     s_.first.push_back(static_cast<uint32_t>(s_.size()));
     s_.run_length.push_back(static_cast<uint32_t>(L));
+    busy_ = busySender(sched);
     std::vector<uint32_t> succ_count(L, 0), roots;
     for (size_t i = 0; i < L; ++i) {
       for (uint32_t d : sched.steps[i].deps) ++succ_count[d];
@@ -185,8 +205,9 @@ class Loader {
     r.pending = static_cast<uint32_t>(st.deps.size());
     r.succ_first = succ_first;
     if (st.copy_to_output) r.flags |= kCopies;
-    s_.rec.push_back(r);
     const bool send = st.kind == StepKind::send;
+    if (send && senderCopies(rank, st)) r.flags |= kSenderCopies;
+    s_.rec.push_back(r);
     if (!send && st.kind != StepKind::recv && st.kind != StepKind::recvReduce) return Status::ok();
     const size_t p = static_cast<size_t>(st.peer);
     if (st.peer < 0 || st.peer >= n_ || st.peer == rank)
@@ -205,9 +226,18 @@ class Loader {
     return Status::ok();
   }
 
+  // Inside a host, with a ring modelled (without one, the transport buffers everything): through
+  // the slots, or a CMA read whose sender still writes its own copy of the chunk.
+  bool senderCopies(int rank, const algo::Step& st) const {
+    if (m_.fabric.shm_ring_bytes <= 0 || st.peer < 0 || st.peer >= n_) return false;
+    if (m_.host_of[static_cast<size_t>(rank)] != m_.host_of[static_cast<size_t>(st.peer)]) return false;
+    return !(busy_ && st.bytes >= kCmaMinBytes) || st.copy_to_output;
+  }
+
   const ClusterModel& m_;
   Steps& s_;
   int n_, period_;
+  bool busy_ = false;  // the schedule being added: busySender()
   std::vector<uint32_t> last_send_, sends_to_, recvs_from_;
   std::vector<int> touched_;
   std::vector<End> sends_, recvs_;
@@ -320,13 +350,16 @@ class Runner {
   // A send at the head of its channel, ready at t: the sender's software cost first, then the
   // next send to the same peer may be posted.
   // A send that also fills the output (Step::copy_to_output) costs that copy first where the
-  // executor makes it (between hosts); shared memory writes it from its slot, in the send.
+  // executor makes it (between hosts); shared memory writes it from its slot, in the send. A
+  // sender inside a host copies into the ring first (kSenderCopies).
   void post(uint32_t g, int r, double t) {
     s_.rec[g].flags |= kPosted;
     double cost = m_.perMessageSeconds();
     if ((s_.rec[g].flags & kCopies) && !net_.sameHost(r, s_.rec[g].peer))
       cost += s_.rec[g].bytes / m_.topo.intra.beta_Bps;
-    events_.push({net_.compute(r, t, cost), g, EventKind::transfer});
+    double at = net_.compute(r, t, cost);
+    if (s_.rec[g].flags & kSenderCopies) at = net_.copyInHost(r, at, s_.rec[g].bytes);
+    events_.push({at, g, EventKind::transfer});
     const uint32_t next = s_.rec[g].channel_next;
     if (next != kNone) {
       s_.rec[next].flags |= kChannelOpen;

@@ -50,8 +50,17 @@ double Network::alpha(int src, int dst) const {
 double Network::receiveWork(int rank, int from, double start, double bytes, bool reduces) {
   if (!sameHost(rank, from)) return reduces ? compute(rank, start, bytes / m_.topo.gamma_Bps) : start;
   // Out of the sender's memory: a plain receive copies at intra β, a recvReduce reduces
-  // straight from it at γ; all copies of one host share its memory bandwidth where one is given.
-  double end = compute(rank, start, bytes / (reduces ? m_.topo.gamma_Bps : m_.topo.intra.beta_Bps));
+  // straight from it at γ.
+  const double Bps = reduces ? m_.topo.gamma_Bps : m_.topo.intra.beta_Bps;
+  return inHostMemory(rank, start, bytes, compute(rank, start, bytes / Bps));
+}
+
+double Network::copyInHost(int rank, double start, double bytes) {
+  return inHostMemory(rank, start, bytes, compute(rank, start, bytes / m_.topo.intra.beta_Bps));
+}
+
+// All copies of one host share its memory bandwidth where one is given.
+double Network::inHostMemory(int rank, double start, double bytes, double end) {
   Link& mem = host_memory_[static_cast<size_t>(m_.host_of[static_cast<size_t>(rank % period_)])];
   if (mem.Bps > 0) {
     mem.free_at = std::max(mem.free_at, start) + bytes / mem.Bps;
@@ -67,8 +76,8 @@ double Network::compute(int rank, double start, double seconds) {
 }
 
 Network::Sent Network::transfer(int src, int dst, double start, double bytes) {
-  // Shared memory: nothing crosses a link; the receiver reads the sender's memory when its
-  // receive runs (receiveWork), as a single-copy transport does.
+  // Shared memory: nothing crosses a link; the sender's copy into the ring was charged as it
+  // posted (copyInHost), and the receiver reads when its receive runs (receiveWork).
   if (sameHost(src, dst)) return {start, start};
   Link* path[4];
   int hops = 0;

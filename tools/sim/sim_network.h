@@ -40,6 +40,9 @@ class Network {
   // The seconds a rank's progress thread is busy from `start` (reductions, local copies);
   // returns when it is done.
   double compute(int rank, double start, double seconds);
+  // A copy of `bytes` by a rank inside its host (a sender's into the shared-memory ring) at
+  // intra β, in the host's memory bandwidth where one is given; returns when it is done.
+  double copyInHost(int rank, double start, double bytes);
   // The α a message from src to dst pays on top of its transfer.
   double alpha(int src, int dst) const;
   bool sameHost(int a, int b) const { return m_.host_of[static_cast<size_t>(a)] == m_.host_of[static_cast<size_t>(b)]; }
@@ -57,6 +60,7 @@ class Network {
     double sendTime(double begin, double bytes, double peak_Bps);
   };
   int nic(int rank) const;
+  double inHostMemory(int rank, double start, double bytes, double end);  // end, or later
   double peak_Bps_;                      // what a shaped link passes a burst at (intra β)
 
   const ClusterModel& m_;
