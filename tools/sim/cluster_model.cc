@@ -41,8 +41,9 @@ double ClusterModel::leafUplinkBps() const {
   return per_leaf * fabric.nics_per_host * topo.inter.beta_Bps / fabric.oversubscription;
 }
 
-double ClusterModel::perMessageSeconds() const {
-  return fabric.per_message_s >= 0 ? fabric.per_message_s : topo.intra.alpha_s / 4;
+double ClusterModel::perMessageSeconds(bool across_hosts) const {
+  if (fabric.per_message_s >= 0) return fabric.per_message_s;
+  return (across_hosts ? topo.inter.alpha_s : topo.intra.alpha_s) / 4;
 }
 
 std::string ClusterModel::describe() const {

@@ -24,7 +24,9 @@ struct Fabric {
   int hosts_per_leaf = 0;        // hosts under one leaf switch; 0: one switch joins them all
   double oversubscription = 1;   // a leaf's host-facing capacity over its spine-facing capacity
   double host_memory_Bps = 0;    // what all copies inside one host share; 0: no limit but each rank's β
-  double per_message_s = -1;     // sender's software cost per message; < 0: intra α / 4 (cost_model.cc)
+  // Software time per message: the sender's inside a host, each end's across hosts (a socket's
+  // write, and its read). < 0: the link class's α / 4 (intra: the cost model's per-message figure).
+  double per_message_s = -1;
   double burst_bytes = 0;        // NICs shaped by a token bucket of this many bytes (netcluster's tbf); 0: none
   // A send across hosts is done once the rest of it fits in the send buffers of its peer's
   // sockets: COLL_SOCKET_NSTREAMS (2) sockets, each asking for 4 MiB (COLL_SOCKET_BUFFER), of
@@ -48,7 +50,7 @@ struct ClusterModel {
   int numLeaves() const;
   // What one leaf's uplink (and downlink) to the spine carries each way.
   double leafUplinkBps() const;
-  double perMessageSeconds() const;
+  double perMessageSeconds(bool across_hosts = false) const;
   std::string describe() const;
 };
 

@@ -354,7 +354,7 @@ class Runner {
   // sender inside a host copies into the ring first (kSenderCopies).
   void post(uint32_t g, int r, double t) {
     s_.rec[g].flags |= kPosted;
-    double cost = m_.perMessageSeconds();
+    double cost = m_.perMessageSeconds(!net_.sameHost(r, s_.rec[g].peer));
     if ((s_.rec[g].flags & kCopies) && !net_.sameHost(r, s_.rec[g].peer))
       cost += s_.rec[g].bytes / m_.topo.intra.beta_Bps;
     double at = net_.compute(r, t, cost);
@@ -386,9 +386,7 @@ class Runner {
 
   void receive(uint32_t g) {
     const double t = std::max(s_.rec[g].ready_at, s_.rec[g].arrives_at);
-    const Rec& x = s_.rec[g];
-    const bool work = x.kind == uint8_t(StepKind::recvReduce) || net_.sameHost(x.rank, x.peer);
-    events_.push({t, g, work ? EventKind::work : EventKind::complete});
+    events_.push({t, g, EventKind::work});  // every receive costs its rank something (receiveWork)
   }
 
   void push(uint32_t g, double t) { events_.push({t, g, EventKind::complete}); }

@@ -48,7 +48,9 @@ double Network::alpha(int src, int dst) const {
 }
 
 double Network::receiveWork(int rank, int from, double start, double bytes, bool reduces) {
-  if (!sameHost(rank, from)) return reduces ? compute(rank, start, bytes / m_.topo.gamma_Bps) : start;
+  // From a socket: its read, then the reduction if any.
+  if (!sameHost(rank, from))
+    return compute(rank, start, m_.perMessageSeconds(true) + (reduces ? bytes / m_.topo.gamma_Bps : 0));
   // Out of the sender's memory: a plain receive copies at intra β, a recvReduce reduces
   // straight from it at γ.
   const double Bps = reduces ? m_.topo.gamma_Bps : m_.topo.intra.beta_Bps;

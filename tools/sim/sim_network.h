@@ -34,8 +34,8 @@ class Network {
   };
   Sent transfer(int src, int dst, double start, double bytes);
   // A receive from `from` whose message is there and whose deps are done at `start`: what the
-  // receiver's progress thread does with it (reduce it; copy it out of the sender's memory
-  // inside a host); returns when it is done.
+  // receiver's progress thread does with it (read it from the socket and reduce it; copy or
+  // reduce it out of the ring inside a host); returns when it is done.
   double receiveWork(int rank, int from, double start, double bytes, bool reduces);
   // The seconds a rank's progress thread is busy from `start` (reductions, local copies);
   // returns when it is done.
