@@ -65,4 +65,18 @@ struct Schedule {
   uint32_t num_phases = 0;
 };
 
+// Whether a rank's schedule both sends and receives and reduces nothing (an all-gather's
+// ranks, a chain broadcast's middle): its core is busy copying both ways, and shared memory
+// then lets its peers read its large messages by CMA (the executor's
+// ExecPlan::copies_both_ways; coll-sim models the same).
+inline bool copiesBothWays(const Schedule& s) {
+  bool sends = false, receives = false;
+  for (const Step& st : s.steps) {
+    if (st.kind == StepKind::recvReduce) return false;
+    sends = sends || (st.kind == StepKind::send && st.peer >= 0);
+    receives = receives || (st.kind == StepKind::recv && st.peer >= 0);
+  }
+  return sends && receives;
+}
+
 }  // namespace coll::algo

@@ -397,12 +397,7 @@ ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
     plan.step_lane[i] = static_cast<uint32_t>(lane);
     if (forwardsItsReceive(schedule, i)) plan.forward_send[step.forwards] = static_cast<int32_t>(i);
   }
-  auto any = [&](bool sending) {
-    return std::any_of(plan.lanes.begin(), plan.lanes.end(), [&](const ExecPlan::Lane& l) { return l.peer >= 0 && l.sending == sending; });
-  };
-  bool reduces = std::any_of(schedule.steps.begin(), schedule.steps.end(),
-                             [](const Step& step) { return step.kind == StepKind::recvReduce; });
-  plan.copies_both_ways = any(true) && any(false) && !reduces;
+  plan.copies_both_ways = algo::copiesBothWays(schedule);
   return plan;
 }
 

@@ -36,20 +36,10 @@ enum Flag : uint8_t {
 };
 
 // coll's shared memory reads a message by CMA, the sender not copying it, only where the sender
-// is busy (its op both sends and receives and reduces nothing: ShmConnection::sendsByCma) and
-// the message is at least COLL_SHM_CMA_THRESHOLD's default. Everything else goes through the
-// ring's slots: the sender copies in, the receiver copies (or reduces) out.
+// is busy (algo::copiesBothWays: ShmConnection::sendsByCma) and the message is at least
+// COLL_SHM_CMA_THRESHOLD's default. Everything else goes through the ring's slots: the sender
+// copies in, the receiver copies (or reduces) out.
 constexpr uint32_t kCmaMinBytes = 256 << 10;
-
-bool busySender(const algo::Schedule& sched) {
-  bool sends = false, receives = false;
-  for (const algo::Step& st : sched.steps) {
-    if (st.kind == StepKind::recvReduce) return false;
-    sends = sends || (st.kind == StepKind::send && st.peer >= 0);
-    receives = receives || (st.kind == StepKind::recv && st.peer >= 0);
-  }
-  return sends && receives;
-}
 
 // What timing needs of one step, in one cache line's worth: an event touches one record
 // rather than a dozen arrays (a simulation of 16,384 ranks holds tens of millions of them).
@@ -126,7 +116,7 @@ class Loader {
       return invalidArgument("more than 4 billion steps: too large to simulate");
     s_.first.push_back(static_cast<uint32_t>(s_.size()));
     s_.run_length.push_back(static_cast<uint32_t>(L));
-    busy_ = busySender(sched);
+    busy_ = algo::copiesBothWays(sched);
     std::vector<uint32_t> succ_count(L, 0), roots;
     for (size_t i = 0; i < L; ++i) {
       for (uint32_t d : sched.steps[i].deps) ++succ_count[d];
@@ -237,7 +227,7 @@ class Loader {
   const ClusterModel& m_;
   Steps& s_;
   int n_, period_;
-  bool busy_ = false;  // the schedule being added: busySender()
+  bool busy_ = false;  // the schedule being added: algo::copiesBothWays()
   std::vector<uint32_t> last_send_, sends_to_, recvs_from_;
   std::vector<int> touched_;
   std::vector<End> sends_, recvs_;
@@ -354,9 +344,9 @@ class Runner {
   // sender inside a host copies into the ring first (kSenderCopies).
   void post(uint32_t g, int r, double t) {
     s_.rec[g].flags |= kPosted;
-    double cost = m_.perMessageSeconds(!net_.sameHost(r, s_.rec[g].peer));
-    if ((s_.rec[g].flags & kCopies) && !net_.sameHost(r, s_.rec[g].peer))
-      cost += s_.rec[g].bytes / m_.topo.intra.beta_Bps;
+    const bool across = !net_.sameHost(r, s_.rec[g].peer);
+    double cost = m_.perMessageSeconds(across);
+    if ((s_.rec[g].flags & kCopies) && across) cost += s_.rec[g].bytes / m_.topo.intra.beta_Bps;
     double at = net_.compute(r, t, cost);
     if (s_.rec[g].flags & kSenderCopies) at = net_.copyInHost(r, at, s_.rec[g].bytes);
     events_.push({at, g, EventKind::transfer});

@@ -53,7 +53,7 @@ std::string simUsage() {
          "              --goodput F (0.956: TCP payload per frame)  --inter-alpha-us A (60)  --intra-alpha-us A (2.5)\n"
          "              --intra-GBps B (10.1)  --gamma-GBps G (15.1)  --loaded-step-us S (0)\n"
          "  fabric:     --nics N (1)  --hosts-per-leaf K (0: one switch)  --oversubscription X (1)\n"
-         "              --host-memory-GBps M (0: no shared limit)  --per-message-us O (intra α / 4)\n"
+         "              --host-memory-GBps M (0: no shared limit)  --per-message-us O (α / 4 of the link class)\n"
          "              --burst BYTES (NICs shaped by a token bucket, as netcluster's tbf: 128K; 0: none)\n"
          "              --send-buffer BYTES (832K: the send buffers of a peer's sockets; a send is done once the rest fits)\n"
          "              --shm-ring BYTES (1M: inside a host, a send is done once the rest fits the ring; 0: at once)\n"
