@@ -24,6 +24,19 @@ struct Net {
   messages::Shape shape;  // elements, slices, layout: what the message counts need
   double C;            // what contention adds to a step in which every rank sends (busy - idle α)
   std::vector<int> host_of;  // host of each rank, for the patterns' link loads (link_load.h)
+  LeafSwitches leaves;       // the spine, where a topology file describes one
+  // direct's every-rank-to-every-rank traffic over a leaf's uplink, in host links, as
+  // L(n-L) is over a host's: the leaf's ranks each send the ranks under other leaves a chunk.
+  double uplinkShare() const {
+    if (leaves.leaves(static_cast<int>(H)) < 2) return 0;
+    const double under_leaf = L * leaves.hosts_per_leaf;
+    return under_leaf * (n - under_leaf) / leaves.uplinkInHostLinks();
+  }
+  // Steps whose partners sit under different leaves, among the last `crossing` steps of a
+  // pattern whose partners double in distance (rd: host by host, then leaf by leaf).
+  double acrossLeaves(double crossing) const {
+    return leaves.hosts_per_leaf > 0 ? std::min(crossing, std::ceil(std::log2(leaves.leaves(static_cast<int>(H))))) : 0;
+  }
 
   // The software cost of one more message in a step (posting, matching and completing it),
   // as a quarter of the intra-host α (a shared-memory step is nearly all software, and part
@@ -55,9 +68,15 @@ struct Net {
   }
   // A step's α: the idle α of its link class plus contention in proportion to the ranks that
   // send in it (busy()). Where there is no contention C is 0 and this is the idle α. In a job
-  // spanning hosts a step inside a host costs what a crossing one does (idleInterAlpha()).
-  double stepIntra(double f) const { return multi ? stepAny(f) : ai + f * C; }
+  // spanning hosts whose probe found contention (C > 0), a step inside a host costs what a
+  // crossing one does (idleInterAlpha()); without it, the intra-host α, as coll-sim charges
+  // such a step (sim_network.cc): rhd's steps inside hosts at 64 ranks (8 x 8, 100 Gbit/s)
+  // charged the crossing α made the model pick tree where rhd simulates 1.46 x faster.
+  double stepIntra(double f) const { return multi && C > 0 ? stepAny(f) : ai + f * C; }
   double stepAny(double f) const { return (multi ? ae : ai) + f * C; }
+  // What an unpipelined exchange gets of a shaped link's rate (kUnpipelinedLinkEfficiency);
+  // on a link as fast as memory, the whole of it, as coll-sim moves it.
+  double unpipelinedEfficiency() const;
   double betaSlowest() const { return multi ? std::min(be, bi) : bi; }
   // Time to move `per_rank` bytes into every rank inside hosts and `per_host_link` bytes over
   // each host's link: the two overlap, the slower one bounds.
@@ -76,6 +95,15 @@ struct Net {
   double total(double latency, double mem, double link, double cpu) const {
     if (link_bound) return std::max(latency + mem + cpu, link);
     return latency + std::max(mem, link) + cpu;
+  }
+  // total() for rd and rhd, whose crossing steps send from all L ranks of a host at once: where
+  // that link is as fast as memory, the link time overlaps the steps' α rather than following
+  // it, as while one rank waits out a step's α the others' messages keep the link busy
+  // (coll-sim, 64 ranks at 100 Gbit/s, 64 KiB: rhd 104 us, about the link's 75 us plus a third
+  // of its 12 steps' α; rd at 16 KiB 54 us, not 71).
+  double exchanges(double latency, double mem, double link, double cpu) const {
+    if (multi && !link_bound && L > 1) return std::max(latency, link) + mem + cpu;
+    return total(latency, mem, link, cpu);
   }
 };
 
@@ -135,6 +163,7 @@ Net netOf(const Topology& t, size_t bytes, size_t elem_size, size_t slice_bytes)
   if (x.multi) x.ae = idleInterAlpha(t, &x.C);
   else x.C = contentionPerStep(t);
   x.host_of = hostOfEachRank(t);
+  x.leaves = t.leaves;
   return x;
 }
 
@@ -144,13 +173,22 @@ Net netOf(const Topology& t, size_t bytes, size_t elem_size, size_t slice_bytes)
 // (bench/scripts/netcluster_algos.sh --rounds 3): ring 0.11, direct 0.10, rhd 0.10 GB/s busbw.
 constexpr double kUnpipelinedLinkEfficiency = 0.9;
 
+// Copies of one slice on its way from one rank to another of the same host: into the
+// shared-memory ring and out of it (coll-sim's model since 10bb1c5, docs/SIMULATOR.md).
+constexpr double kSliceCopiesInHost = 2;
+// Slices over a tree parent's link per level across hosts: its two children's.
+constexpr double kSlicesPerLevelAcross = 2;
+
+double Net::unpipelinedEfficiency() const { return link_bound ? kUnpipelinedLinkEfficiency : 1.0; }
+
 Prediction ok(double seconds) { return {true, seconds, ""}; }
 Prediction refuse(const char* why) { return {false, 0, why}; }
 
 double log2ceil(double v) { return v <= 1 ? 0 : std::ceil(std::log2(v)); }
 
 // Reduce-scatter then all-gather around the ring: 2(n-1) steps; every link carries
-// 2(n-1)/n of the buffer (one ring edge leaves each host); each rank reduces (n-1)/n of it.
+// 2(n-1)/n of the buffer (one ring edge leaves each host, and each leaf switch: an uplink
+// carries what one host link does); each rank reduces (n-1)/n of it.
 Prediction ringAllreduce(const Net& x) {
   double share = 2 * (x.n - 1) / x.n * x.S;
   double step = x.stepAny(x.busy(messages::ringAllreduce));
@@ -163,7 +201,7 @@ Prediction ringAllreduce(const Net& x) {
 // foreign chunks), a rank receives (n-1)/n per step.
 Prediction directAllreduce(const Net& x) {
   double per_rank = 2 * (x.n - 1) / x.n * x.S;
-  double per_link = 2 * x.L * (x.n - x.L) / x.n * x.S / kUnpipelinedLinkEfficiency;
+  double per_link = 2 * std::max(x.L * (x.n - x.L), x.uplinkShare()) / x.n * x.S / x.unpipelinedEfficiency();
   double step = x.stepAny(x.busy(messages::directAllreduce));
   return ok(x.total(2 * step + 2 * x.extraMessages(x.L - 1, x.n - x.L), per_rank / x.bi,
                     x.multi ? per_link / x.be : 0, (x.n - 1) / x.n * x.S / x.g));
@@ -171,7 +209,8 @@ Prediction directAllreduce(const Net& x) {
 
 // Intra-host direct reduce-scatter (1 step), a ring over the H hosts per local rank
 // (2(H-1) steps, each host link carrying 2(H-1)/H of the whole buffer: L rings of 1/L each),
-// intra-host all-gather (1 step). The phases run one after another, so where the link is not
+// intra-host all-gather (1 step); of the L rings one edge each leaves a leaf switch, so an uplink
+// carries what one host link does. The phases run one after another, so where the link is not
 // the bottleneck their times add; where it is, the link's overlaps the rest (Net::total()).
 // With few elements its inter-host rings carry empty chunks, but its intra-host phases do
 // not, so every step is charged as busy (4 x 2 at 8 B: 312 us measured for 8 steps).
@@ -197,23 +236,32 @@ Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
 // The pipeline's fill: each tree moves half the buffer in slices, and the first slice crosses
 // 2D levels (D up, reduced at each, then D down) before the last rank has any of it, so a
 // slice time per level and D reductions of a slice come on top of the pipelined terms. With
-// ranks numbered host by host the top ceil(log2 H) levels cross hosts (a slice at inter β)
-// and the rest stay inside one (intra β). Charged only where the links are at least as fast
-// as memory: on a shaped link slower than memory (netcluster's tbf, whose burst passes small
-// slices at once) the link time already bounds the op (total()), and the measured netcluster
-// selections (selector_measured_test.cc) rank best without it. With few slices (1 MiB is one slice per tree) the fill is most of the
-// time: coll-sim, 8 ranks per host at 100 Gbit/s, 1 MiB, measured tree at 588 us on 16 ranks
-// and 1.99 ms on 1,024 where the formula without the fill gave 317 and 433 us, and so chose
-// tree where hierarchical was 2-3x faster (docs/SIMULATOR.md).
+// ranks numbered host by host the top ceil(log2 H) levels cross hosts and the rest stay
+// inside one. A level across hosts moves two slices over the parent's link (its two children's
+// up, to both children down): kSlicesPerLevelAcross. A level inside a host copies the slice
+// twice, the sender into the shared-memory ring and the receiver out of it (a reducing op's
+// sender is never a busy one: algo::copiesBothWays): kSliceCopiesInHost. Charged only where
+// the links are at least as fast as memory: on a shaped link slower than memory (netcluster's
+// tbf, whose burst passes small slices at once) the link time already bounds the op (total()),
+// and the measured netcluster selections (selector_measured_test.cc) rank best without it.
+// With few slices (1 MiB is one slice per tree) the fill is most of the time. coll-sim, 8
+// ranks per host at 100 Gbit/s, 1 MiB: tree at 588 us on 16 ranks and 1.99 ms on 1,024 where
+// the formula without the fill gave 317 and 433 us, and so chose tree where hierarchical was
+// 2-3x faster; after the sender's copy was simulated (2026-11-27), tree at 2.32, 2.77 and 3.25
+// ms on 1,024, 4,096 and 16,384 ranks, about 230 us per level across hosts where one slice
+// per level gave 130 (docs/SIMULATOR.md).
 Prediction treeAllreduce(const Net& x) {
   double depth = log2ceil(x.n);
   double crossing = x.multi ? std::min(depth, log2ceil(x.H)) : 0;
   double slice = std::min(x.S / 2, x.slice);
   double fill = x.link_bound ? 0
-                              : 2 * (crossing * slice / (x.multi ? x.be : x.bi) + (depth - crossing) * slice / x.bi) +
+                              : 2 * (crossing * kSlicesPerLevelAcross * slice / x.be +
+                                     (depth - crossing) * kSliceCopiesInHost * slice / x.bi) +
                                     depth * slice / x.g;
-  double link = x.multi ? links::treeAllreduce(x.host_of) * x.S / x.be : 0;
-  return ok(x.total(2 * depth * x.stepAny(x.busy(messages::treeAllreduce)) + fill, 2 * x.S / x.bi, link, x.S / x.g));
+  double link = x.multi ? links::treeAllreduce(x.host_of, x.leaves) * x.S / x.be : 0;
+  double busy = x.busy(messages::treeAllreduce);
+  double latency = 2 * (crossing * x.stepAny(busy) + (depth - crossing) * x.stepIntra(busy));
+  return ok(x.total(latency + fill, 2 * x.S / x.bi, link, x.S / x.g));
 }
 
 // Recursive halving-doubling (Rabenseifner), farthest partner first (hd::halvingStep): 2
@@ -222,15 +270,18 @@ Prediction treeAllreduce(const Net& x) {
 // first halving steps, which move the largest halves, are the ones that cross hosts: a host
 // link carries links::rhdAllreduce of the buffer (3 on 4 x 2, 2(H-1)/H with one rank per
 // host). Fewer elements than p leave blocks empty: rank 0 still takes every step, but most
-// ranks send nothing in most of them (busy()).
+// ranks send nothing in most of them (busy()). Its last halvings and first doublings stay
+// inside hosts (stepIntra()).
 Prediction rhdAllreduce(const Net& x) {
   double p = std::exp2(std::floor(std::log2(x.n)));
-  double steps = 2 * std::log2(p);
+  double halvings = std::log2(p);
+  double crossing = x.multi ? std::min(halvings, log2ceil(x.H)) : 0;
   double fold = p == x.n ? 0 : 2.0;  // the whole buffer in and out, once each
-  double latency = steps * x.stepAny(x.busy(messages::rhdAllreduce)) + fold * x.stepAny(1);
+  double busy = x.busy(messages::rhdAllreduce);
+  double latency = 2 * (crossing * x.stepAny(busy) + (halvings - crossing) * x.stepIntra(busy)) + fold * x.stepAny(1);
   double mem = (2 * (x.n - 1) / x.n + fold) * x.S / x.bi;
-  double link = x.multi ? links::rhdAllreduce(x.host_of) * x.S / x.be / kUnpipelinedLinkEfficiency : 0;
-  return ok(x.total(latency, mem, link, (x.n - 1) / x.n * x.S / x.g));
+  double link = x.multi ? links::rhdAllreduce(x.host_of, x.leaves) * x.S / x.be / x.unpipelinedEfficiency() : 0;
+  return ok(x.exchanges(latency, mem, link, (x.n - 1) / x.n * x.S / x.g));
 }
 
 // Recursive doubling: log2 p exchanges of the whole buffer (non powers of two fold the extra
@@ -242,9 +293,13 @@ Prediction rdAllreduce(const Net& x) {
   double steps = std::log2(p);
   double crossing = x.multi ? std::min(steps, log2ceil(x.H)) : 0;
   double extra = p == x.n ? 0 : 2 * (x.stepAny(1) + x.S / x.betaSlowest());
-  double per_link = crossing * x.L * x.S / kUnpipelinedLinkEfficiency;
+  // A step across leaves sends every rank's whole buffer over the uplink of hosts_per_leaf
+  // hosts: oversubscription host links' worth.
+  double across_leaves = x.acrossLeaves(crossing);
+  double per_link = (crossing - across_leaves + across_leaves * std::max(1.0, x.leaves.oversubscription)) * x.L * x.S /
+                    x.unpipelinedEfficiency();
   double latency = crossing * x.stepAny(1) + (steps - crossing) * x.stepIntra(1);
-  return ok(x.total(latency, steps * x.S / x.bi, x.multi ? per_link / x.be : 0, steps * x.S / x.g) + extra);
+  return ok(x.exchanges(latency, steps * x.S / x.bi, x.multi ? per_link / x.be : 0, steps * x.S / x.g) + extra);
 }
 
 // Root -> root+1 -> ... slice by slice: the first slice takes n-1 hops, each further slice

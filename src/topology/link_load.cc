@@ -8,32 +8,49 @@
 namespace coll::topology::links {
 namespace {
 
-// Bytes (as shares of the buffer) each host sends out and takes in across its link.
+// Bytes (as shares of the buffer) each way over one kind of link, per link.
+struct EachWay {
+  std::vector<double> out, in;
+  explicit EachWay(int links) : out(static_cast<size_t>(links), 0.0), in(static_cast<size_t>(links), 0.0) {}
+  void add(int from, int to, double share) {
+    out[static_cast<size_t>(from)] += share;
+    in[static_cast<size_t>(to)] += share;
+  }
+  // A link carries each way on its own (netcluster's tbf on both ends of each veth; a switch
+  // port): the busier direction of the busiest link bounds.
+  double busiest() const {
+    double most = 0;
+    for (size_t l = 0; l < out.size(); ++l) most = std::max({most, out[l], in[l]});
+    return most;
+  }
+};
+
+// Bytes (as shares of the buffer) each host sends out and takes in across its link, and each
+// leaf switch across its uplink to the spine.
 class HostTraffic {
  public:
-  explicit HostTraffic(const std::vector<int>& host_of) : host_of_(host_of) {
-    int hosts = 0;
-    for (int h : host_of) hosts = std::max(hosts, h + 1);
-    out_.assign(static_cast<size_t>(hosts), 0.0);
-    in_.assign(static_cast<size_t>(hosts), 0.0);
-  }
+  HostTraffic(const std::vector<int>& host_of, const LeafSwitches& leaves)
+      : host_of_(host_of), leaves_(leaves), hosts_(hostCount(host_of)), leaf_(leaves.leaves(hostCount(host_of))) {}
   void send(int from, int to, double share) {
     const int a = host_of_[static_cast<size_t>(from)], b = host_of_[static_cast<size_t>(to)];
     if (a == b) return;
-    out_[static_cast<size_t>(a)] += share;
-    in_[static_cast<size_t>(b)] += share;
+    hosts_.add(a, b, share);
+    if (leaves_.leafOf(a) != leaves_.leafOf(b)) leaf_.add(leaves_.leafOf(a), leaves_.leafOf(b), share);
   }
-  // A link is shaped each way on its own (netcluster's tbf on both ends of each veth): the
-  // busier direction of the busiest host bounds.
   double busiest() const {
-    double most = 0;
-    for (size_t h = 0; h < out_.size(); ++h) most = std::max({most, out_[h], in_[h]});
-    return most;
+    const double uplinks = leaf_.out.size() > 1 ? leaf_.busiest() / leaves_.uplinkInHostLinks() : 0;
+    return std::max(hosts_.busiest(), uplinks);
   }
 
  private:
+  static int hostCount(const std::vector<int>& host_of) {
+    int hosts = 0;
+    for (int h : host_of) hosts = std::max(hosts, h + 1);
+    return hosts;
+  }
   const std::vector<int>& host_of_;
-  std::vector<double> out_, in_;
+  LeafSwitches leaves_;
+  EachWay hosts_, leaf_;
 };
 
 }  // namespace
@@ -43,10 +60,10 @@ class HostTraffic {
 // ones, which carry the largest halves (4 x 2: 3 buffers per host link, not 2(H-1)/H = 1.5).
 // The doubling step at distance m sends as many blocks to the same partner. The
 // fold moves the whole buffer from each donor to its absorber and back (rhd_allreduce.cc).
-double rhdAllreduce(const std::vector<int>& host_of) {
+double rhdAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves) {
   const int n = static_cast<int>(host_of.size());
   const int p2 = algo::hd::powerOfTwoFloor(n), steps = algo::hd::log2Floor(n);
-  HostTraffic t(host_of);
+  HostTraffic t(host_of, leaves);
   for (int s = 0; s < steps; ++s)
     for (int v = 0; v < p2; ++v) {
       const algo::hd::Exchange x = algo::hd::halvingStep(v, p2, s);
@@ -63,9 +80,9 @@ double rhdAllreduce(const std::vector<int>& host_of) {
 
 // Each tree carries half the buffer: up every edge in the reduction, down it in the broadcast
 // (tree_allreduce.cc).
-double treeAllreduce(const std::vector<int>& host_of) {
+double treeAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves) {
   const int n = static_cast<int>(host_of.size());
-  HostTraffic t(host_of);
+  HostTraffic t(host_of, leaves);
   for (int tree = 0; tree < 2; ++tree)
     for (int r = 0; r < n; ++r) {
       const int parent = algo::dbtree::treeNode(tree, r, n).parent;

@@ -11,12 +11,17 @@
 
 #include <vector>
 
+#include "topology/leaf_switches.h"
+
 namespace coll::topology::links {
 
 // host_of[r]: the host of rank r. The result is a multiple of the buffer: the most bytes one
 // host sends to, or receives from, ranks on other hosts, over the buffer's size (0 on one host).
-// Blocks of the buffer are taken as equal (exact when the element count divides evenly).
-double rhdAllreduce(const std::vector<int>& host_of);
-double treeAllreduce(const std::vector<int>& host_of);
+// Behind oversubscribed leaf switches a leaf's uplink counts as uplinkInHostLinks() host links,
+// and where it is busier than that the result is its load in host links: the busiest link of
+// either kind, in the time one host link would take. Blocks of the buffer are taken as equal
+// (exact when the element count divides evenly).
+double rhdAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves = {});
+double treeAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves = {});
 
 }  // namespace coll::topology::links

@@ -1,6 +1,7 @@
 #include "topology/topology.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include "base/log.h"
@@ -173,6 +174,12 @@ Json toJson(const Topology& t) {
   reduce.set("gamma_GBps", t.gamma_Bps / 1e9);
   reduce.set("source", t.gamma_source);
   j.set("reduce", std::move(reduce));
+  if (t.leaves.hosts_per_leaf > 0) {
+    Json fabric = Json::object();
+    fabric.set("hosts_per_leaf", t.leaves.hosts_per_leaf);
+    fabric.set("oversubscription", t.leaves.oversubscription);
+    j.set("fabric", std::move(fabric));
+  }
   return j;
 }
 
@@ -190,6 +197,21 @@ Status checkLayout(const Topology& t) {
   }
   for (int r = 0; r < t.nranks; ++r)
     if (!seen[static_cast<size_t>(r)]) return invalidArgument(format("topology: rank %d is on no host", r));
+  return Status::ok();
+}
+
+// Optional "fabric": {"hosts_per_leaf": N, "oversubscription": X}; coll-sim's files keep more
+// keys there (NICs, memory, bursts), which only coll-sim reads.
+Status leavesFromJson(const Json& fabric, LeafSwitches* out) {
+  if (fabric.isNull()) return Status::ok();
+  if (fabric.kind() != Json::Kind::object) return invalidArgument("topology: \"fabric\" must be an object");
+  const double per_leaf = fabric.has("hosts_per_leaf") ? fabric["hosts_per_leaf"].number(NAN) : 0;
+  if (!(per_leaf >= 0) || per_leaf != std::floor(per_leaf))
+    return invalidArgument("topology: fabric.hosts_per_leaf must be an integer >= 0 (0: one switch)");
+  const double oversubscription = fabric.has("oversubscription") ? fabric["oversubscription"].number(NAN) : 1;
+  if (!(oversubscription >= 1) || !std::isfinite(oversubscription))
+    return invalidArgument("topology: fabric.oversubscription must be >= 1 (2 means 2:1)");
+  *out = {static_cast<int>(per_leaf), oversubscription};
   return Status::ok();
 }
 
@@ -222,6 +244,7 @@ Status fromJson(const Json& j, Topology* out) {
   t.gamma_Bps = j["reduce"]["gamma_GBps"].number(0) * 1e9;
   if (!(t.gamma_Bps > 0)) return invalidArgument("topology: reduce.gamma_GBps must be > 0");
   t.gamma_source = j["reduce"]["source"].string().empty() ? "file" : j["reduce"]["source"].string();
+  COLL_RETURN_IF_ERROR(leavesFromJson(j["fabric"], &t.leaves));
   *out = std::move(t);
   return Status::ok();
 }

@@ -12,6 +12,7 @@
 #include "topology/detector.h"
 #include "bootstrap/host_grouping.h"
 #include "topology/json.h"
+#include "topology/leaf_switches.h"
 
 namespace coll::topology {
 
@@ -41,6 +42,7 @@ struct Topology {
   // one-round ops, which came out lower and more scattered. 0: unknown (a topology file from
   // before it was kept, COLL_PROBE=0), no contention.
   double loaded_step_s = 0;
+  LeafSwitches leaves;  // from a file's "fabric" object only; the probe cannot see switches
 
   int numHosts() const { return static_cast<int>(ranks_of_host.size()); }
   int maxRanksPerHost() const;

@@ -14,13 +14,15 @@ namespace {
 
 using algo::Collective;
 
-// The busiest host's bytes across its link, either way, over the buffer's bytes.
-double sentAcross(const char* algorithm, const std::vector<std::vector<int>>& hosts, size_t count) {
+// The busiest host's bytes across its link, either way, over the buffer's bytes; behind leaf
+// switches, or a leaf's across its uplink over what the uplink carries in host links.
+double sentAcross(const char* algorithm, const std::vector<std::vector<int>>& hosts, size_t count,
+                  const LeafSwitches& leaves = {}) {
   std::vector<int> host_of;
   for (size_t h = 0; h < hosts.size(); ++h)
     for (int r : hosts[h]) host_of.resize(std::max<size_t>(host_of.size(), r + 1)), host_of[r] = static_cast<int>(h);
   const int n = static_cast<int>(host_of.size());
-  std::vector<double> out(hosts.size()), in(hosts.size());
+  std::vector<double> out(hosts.size()), in(hosts.size()), leaf_out(hosts.size()), leaf_in(hosts.size());
   const algo::AlgorithmInfo* a = algo::findAlgorithm(Collective::allreduce, algorithm);
   for (int r = 0; r < n; ++r) {
     algo::BuildParams p;
@@ -33,10 +35,13 @@ double sentAcross(const char* algorithm, const std::vector<std::vector<int>>& ho
       if (s.kind == algo::StepKind::send && host_of[s.peer] != host_of[r]) {
         out[host_of[r]] += static_cast<double>(s.bytes);
         in[host_of[s.peer]] += static_cast<double>(s.bytes);
+        const int from = leaves.leafOf(host_of[r]), to = leaves.leafOf(host_of[s.peer]);
+        if (from != to) leaf_out[from] += static_cast<double>(s.bytes), leaf_in[to] += static_cast<double>(s.bytes);
       }
   }
   double most = 0;
-  for (size_t h = 0; h < hosts.size(); ++h) most = std::max({most, out[h], in[h]});
+  for (size_t h = 0; h < hosts.size(); ++h)
+    most = std::max({most, out[h], in[h], leaf_out[h] / leaves.uplinkInHostLinks(), leaf_in[h] / leaves.uplinkInHostLinks()});
   return most / static_cast<double>(count * 4);
 }
 
@@ -65,6 +70,34 @@ TEST(LinkLoad, FourHostsOfTwo) {
   EXPECT_DOUBLE_EQ(links::treeAllreduce(four_by_two), 3.0);
   EXPECT_DOUBLE_EQ(links::rhdAllreduce({0, 1, 2, 3}), 1.5) << "one rank per host: the closed form holds";
   EXPECT_DOUBLE_EQ(links::rhdAllreduce({0, 0, 0, 0}), 0.0);
+}
+
+// Behind leaf switches: a leaf's uplink carries hosts_per_leaf / oversubscription host links'
+// worth, and the result is the busier of it and the busiest host link (coll-sim's fabric).
+TEST(LinkLoad, LeafUplinksMatchTheBuilders) {
+  struct Case { int hosts, per_host, per_leaf; double oversubscription; };
+  for (Case c : {Case{4, 1, 2, 1}, Case{4, 1, 2, 2}, Case{8, 2, 2, 2}, Case{8, 2, 4, 4}, Case{16, 1, 4, 2},
+                 Case{6, 2, 4, 3}}) {
+    std::vector<std::vector<int>> hosts(static_cast<size_t>(c.hosts));
+    std::vector<int> host_of;
+    for (int r = 0; r < c.hosts * c.per_host; ++r) {
+      hosts[static_cast<size_t>(r / c.per_host)].push_back(r);
+      host_of.push_back(r / c.per_host);
+    }
+    const LeafSwitches leaves{c.per_leaf, c.oversubscription};
+    const size_t count = size_t{3} << 12;
+    const std::string where = std::to_string(c.hosts) + "x" + std::to_string(c.per_host) + ", " +
+                              std::to_string(c.per_leaf) + " per leaf, " + std::to_string(c.oversubscription);
+    EXPECT_DOUBLE_EQ(links::rhdAllreduce(host_of, leaves), sentAcross("rhd", hosts, count, leaves)) << where;
+    EXPECT_DOUBLE_EQ(links::treeAllreduce(host_of, leaves), sentAcross("tree", hosts, count, leaves)) << where;
+  }
+  // 4 hosts of one rank, 2 per leaf: rhd's first halving sends half the buffer each way to
+  // the other leaf from both hosts (with the doubling step: 2 buffers per uplink), its second
+  // a quarter to the other host of the leaf (1.5 per host link).
+  const std::vector<int> four{0, 1, 2, 3};
+  EXPECT_DOUBLE_EQ(links::rhdAllreduce(four, {2, 1}), 1.5) << "an uplink of two host links: the host links bound";
+  EXPECT_DOUBLE_EQ(links::rhdAllreduce(four, {2, 2}), 2.0) << "2:1, an uplink of one host link: it bounds";
+  EXPECT_DOUBLE_EQ(links::rhdAllreduce(four, {4, 2}), 1.5) << "one leaf: no uplink crossed";
 }
 
 }  // namespace

@@ -154,26 +154,61 @@ TEST(Selector, BalancedHostsSwitchFromFewestStepsToHierarchical) {
 
 // Cases coll-sim found the model getting wrong at scale (docs/SIMULATOR.md), on hosts of 8
 // ranks with 100 Gbit/s links (faster than memory: 11.95 GB/s against 10.1).
+// What coll-sim found wrong at scale (docs/SIMULATOR.md, "The selector at scale"), on its
+// cluster: hosts of 8 ranks, 100 Gbit/s (11.95 GB/s of payload), 16 hosts to a leaf switch at
+// 2:1, no contention, α 2.5 us inside a host and 5 across, which a probe measures as 3.125 and
+// 7.5 with the software time of the ends (ClusterModel::probedTopology). Simulated times in us,
+// from docs/perf/sim_scale/.
+Topology atScale(int hosts, int per_leaf = 0) {
+  Topology t = fake(hosts, 8, 3.125, 10.1, 7.5, 11.95);
+  t.leaves = {per_leaf, 2};
+  return t;
+}
+
 TEST(Selector, TreeFillAndHierarchicalMessagesAtScale) {
   // 1 MiB is one slice per tree: the pipeline's fill (2 log2 n levels of a 512 KiB slice) is
   // most of the tree's time. Simulated on 16, 64 and 256 ranks, hierarchical took 237, 345 and
   // 797 us against tree's 588, 1040 and 1516; the model without the fill chose tree.
   for (int hosts : {2, 8, 32}) {
-    Selector s({}, fake(hosts, 8, 2.5, 10.1, 5, 11.95));
+    Selector s({}, atScale(hosts, 16));
     EXPECT_STREQ(pick(s, Collective::allreduce, 1 << 20), "hierarchical") << hosts << " x 8";
   }
   // At 128 hosts hierarchical's phases inside a host send 896 messages of 1 KiB each way: the
   // simulated 2.72 ms against tree's 1.99 ms. The model without their software cost gave
-  // hierarchical 1.71 ms and chose it.
-  Selector big({}, fake(128, 8, 2.5, 10.1, 5, 11.95));
+  // hierarchical 1.71 ms and chose it. (These hosts sit 16 to a leaf switch at 2:1, as in
+  // coll-sim's cluster: without the leaves the model prefers rhd, SpineAndStepsInsideHostsAtScale.)
+  Selector big({}, atScale(128, 16));
   EXPECT_STREQ(pick(big, Collective::allreduce, 1 << 20), "tree");
   for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 8) expectCheapestAndExplained(big, Collective::allreduce, bytes);
 }
 
+TEST(Selector, SpineAndStepsInsideHostsAtScale) {
+  // 64 ranks, 64 KiB: rhd 104, tree 152. The model chose tree: it charged rhd's 6 steps inside
+  // hosts the crossing α, its link at 0.9 of the rate, and its link time after its steps' α,
+  // though 8 ranks keep one NIC busy while each waits; and it let a tree level's two children
+  // share the parent's link as if each had it alone.
+  Selector eight({}, atScale(8));
+  EXPECT_STREQ(pick(eight, Collective::allreduce, 64 << 10), "rhd");
+  // At 16 KiB rd's 6 steps win (54 against rhd's 70): rd's link time overlaps its α as rhd's
+  // does, or rhd's cheaper steps inside hosts would take this size too.
+  EXPECT_STREQ(pick(eight, Collective::allreduce, 16 << 10), "rd");
+  // 1,024 ranks, 1 MiB: tree 2,319, rhd 2,741. rhd's first halvings, the largest, cross the
+  // oversubscribed uplinks; the tree's edges seldom do. Told the leaves, the model sees it;
+  // without them it cannot, and prefers rhd.
+  Selector without({}, atScale(128)), with({}, atScale(128, 16));
+  EXPECT_STREQ(pick(without, Collective::allreduce, 1 << 20), "rhd");
+  EXPECT_STREQ(pick(with, Collective::allreduce, 1 << 20), "tree");
+  // 16,384 ranks, 1 MiB: rhd 2,883, tree 3,255; the tree's 14 levels outweigh the spine.
+  Selector biggest({}, atScale(2048, 16));
+  EXPECT_STREQ(pick(biggest, Collective::allreduce, 1 << 20), "rhd");
+  for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 8) expectCheapestAndExplained(with, Collective::allreduce, bytes);
+}
+
 TEST(Selector, LinkFiguresMoveTheCrossover) {
-  // Slow inter-host latency favours rd's 2 inter-host steps of one message for longer; a fast
-  // network favours hierarchical from smaller sizes.
-  Selector slow({}, fake(4, 2, 2.5, 10.1, 1000, 0.1195));
+  // Slow inter-host latency favours rd's 2 inter-host steps of one message for longer (rhd
+  // takes 4 crossing steps; at 1 ms each its 2 inside hosts left it level with rd at 128 KiB);
+  // a fast network favours hierarchical from smaller sizes.
+  Selector slow({}, fake(4, 2, 2.5, 10.1, 2000, 0.1195));
   Selector fast({}, fake(4, 2, 2.5, 10.1, 5, 0.1195));
   EXPECT_STREQ(pick(slow, Collective::allreduce, 128 << 10), "rd");
   EXPECT_STREQ(pick(fast, Collective::allreduce, 128 << 10), "hierarchical");

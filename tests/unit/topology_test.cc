@@ -75,6 +75,35 @@ TEST(TopologyJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(back.layoutHash(), t.layoutHash());
 }
 
+// Leaf switches come only from a file's "fabric" object, which coll-sim's files share (they
+// keep more keys there); no object means one switch.
+TEST(TopologyJson, LeafSwitchesFromTheFabricObject) {
+  Topology t = twoByTwo(), back;
+  Json j;
+  ASSERT_TRUE(Json::parse(toJson(t).dump(), &j).isOk());
+  EXPECT_FALSE(j.has("fabric")) << "one switch: nothing written";
+  t.leaves = {16, 2.5};
+  ASSERT_TRUE(Json::parse(toJson(t).dump(), &j).isOk());
+  ASSERT_TRUE(fromJson(j, &back).isOk());
+  EXPECT_EQ(back.leaves.hosts_per_leaf, 16);
+  EXPECT_DOUBLE_EQ(back.leaves.oversubscription, 2.5);
+  const std::string head = R"({"format": "coll-topology-1", "nranks": 1, "hosts": [{"ranks": [0]}],
+      "links": {"intra_host": {"alpha_us": 1, "beta_GBps": 1}, "inter_host": {"alpha_us": 5, "beta_GBps": 1}},
+      "reduce": {"gamma_GBps": 15}, "fabric": )";
+  struct Bad { const char* fabric; const char* field; };
+  for (Bad b : {Bad{R"({"hosts_per_leaf": 2.5})", "fabric.hosts_per_leaf"}, Bad{R"({"hosts_per_leaf": -1})", "fabric.hosts_per_leaf"},
+                Bad{R"({"hosts_per_leaf": "16"})", "fabric.hosts_per_leaf"}, Bad{R"({"oversubscription": 0.5})", "fabric.oversubscription"},
+                Bad{R"([16, 2])", "\"fabric\" must be an object"}}) {
+    ASSERT_TRUE(Json::parse(head + b.fabric + "}", &j).isOk()) << b.fabric;
+    Status st = fromJson(j, &back);
+    EXPECT_NE(st.message().find(b.field), std::string::npos) << b.fabric << ": " << st.message();
+  }
+  ASSERT_TRUE(Json::parse(head + R"({"nics_per_host": 2, "hosts_per_leaf": 4})" + "}", &j).isOk());
+  ASSERT_TRUE(fromJson(j, &back).isOk()) << "coll-sim's other keys are its own";
+  EXPECT_EQ(back.leaves.hosts_per_leaf, 4);
+  EXPECT_DOUBLE_EQ(back.leaves.oversubscription, 1);
+}
+
 TEST(TopologyJson, FileRoundTripAndBadFilesNameTheField) {
   std::string path = "/tmp/coll-topology-test-" + std::to_string(::getpid()) + ".json";
   ASSERT_TRUE(saveTopologyFile(path, twoByTwo()).isOk());

@@ -46,6 +46,14 @@ double ClusterModel::perMessageSeconds(bool across_hosts) const {
   return (across_hosts ? topo.inter.alpha_s : topo.intra.alpha_s) / 4;
 }
 
+topology::Topology ClusterModel::probedTopology() const {
+  topology::Topology t = topo;
+  if (from_file) return t;
+  t.inter.alpha_s += 2 * perMessageSeconds(true);  // the write, and the read at the other end
+  t.intra.alpha_s += perMessageSeconds(false);     // the sender's post into the ring
+  return t;
+}
+
 std::string ClusterModel::describe() const {
   std::ostringstream o;
   o << topo.nranks << " ranks on " << numHosts() << " hosts (" << topo.maxRanksPerHost() << " per host at most)";
@@ -64,6 +72,8 @@ std::string ClusterModel::describe() const {
 
 Status finishCluster(ClusterModel* m) {
   COLL_RETURN_IF_ERROR(checkFabric(m->fabric, m->numHosts()));
+  // The selector sees the leaves as a topology file would give them (topology.h).
+  m->topo.leaves = {m->fabric.hosts_per_leaf, m->fabric.oversubscription};
   m->host_of.assign(static_cast<size_t>(m->topo.nranks), -1);
   m->local_of.assign(static_cast<size_t>(m->topo.nranks), 0);
   for (size_t h = 0; h < m->topo.ranks_of_host.size(); ++h) {
@@ -118,6 +128,7 @@ Status clusterFromFile(const std::string& path, const ClusterFlags& cluster_flag
   if (!topology::Json::parseFile(path, &j, &st)) return invalidArgument("cannot read topology file " + path);
   if (!st) return st;
   ClusterModel m;
+  m.from_file = true;
   st = topology::fromJson(j, &m.topo);
   if (!st) return invalidArgument(path + ": " + st.message());
   const topology::Json& fab = j["fabric"];

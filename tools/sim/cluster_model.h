@@ -51,6 +51,11 @@ struct ClusterModel {
   // What one leaf's uplink (and downlink) to the spine carries each way.
   double leafUplinkBps() const;
   double perMessageSeconds(bool across_hosts = false) const;
+  // The topology the selector sees: what coll's probe would measure here. Its ping-pong α
+  // holds the software time of each end, which coll-sim charges apart from a flag's α; a
+  // topology file holds probed figures already (from_file).
+  topology::Topology probedTopology() const;
+  bool from_file = false;
   std::string describe() const;
 };
 

@@ -47,7 +47,7 @@ Row simulateRow(const ClusterModel& m, const SimOptions& o, const algo::Algorith
   row.algorithm = a->name;
   row.bytes = bytes;
   const topology::Prediction p =
-      topology::predictTime(o.collective, a->name, bytes, o.elem_size, m.topo, o.slice_bytes);
+      topology::predictTime(o.collective, a->name, bytes, o.elem_size, m.probedTopology(), o.slice_bytes);
   row.model_s = p.supported ? p.seconds : -1;
   if (!p.supported && std::string(a->name) == "hierarchical") {
     row.refused = p.why_not;  // its builder would fall back to ring: say so rather than time ring
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   Report report(o, m);
-  topology::Selector selector({}, m.topo, o.slice_bytes);
+  topology::Selector selector({}, m.probedTopology(), o.slice_bytes);
   std::vector<size_t> sizes;
   for (size_t s : simSizes(o)) sizes.push_back(s / o.elem_size * o.elem_size);
   std::map<std::string, std::vector<Row>> tables;
