@@ -58,24 +58,33 @@ class HostTraffic {
 // Halving step s sends m = p2 >> (s+1) of the p2 blocks to the partner v ^ m: the farthest
 // partner first, so with ranks numbered host by host the steps that cross hosts are the first
 // ones, which carry the largest halves (4 x 2: 3 buffers per host link, not 2(H-1)/H = 1.5).
-// The doubling step at distance m sends as many blocks to the same partner. The
-// fold moves the whole buffer from each donor to its absorber and back (rhd_allreduce.cc).
+// The doubling step at distance m sends as many blocks to the same partner. The fold moves
+// the whole buffer from each donor to its absorber and back (rhd_allreduce.cc). Each step
+// waits for the one before, so its busiest link bounds it alone, and the steps' bounds add:
+// behind leaf switches the first halvings load the uplinks and the later ones the host links
+// (256 ranks under 2 leaves at 2:1: 11.75 buffers a phase, where the busiest link's total is
+// 8; coll-sim's rhd took 1.6x the total's time). Where every host carries the same in every
+// step (balanced layouts, one switch) this is the busiest host's total.
 double rhdAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves) {
   const int n = static_cast<int>(host_of.size());
   const int p2 = algo::hd::powerOfTwoFloor(n), steps = algo::hd::log2Floor(n);
-  HostTraffic t(host_of, leaves);
-  for (int s = 0; s < steps; ++s)
+  double sum = 0;
+  for (int s = 0; s < steps; ++s) {
+    HostTraffic t(host_of, leaves);
     for (int v = 0; v < p2; ++v) {
       const algo::hd::Exchange x = algo::hd::halvingStep(v, p2, s);
       const double share = static_cast<double>(x.send.last - x.send.first) / p2;
-      const int me = algo::hd::realRank(v, n), peer = algo::hd::realRank(x.partner, n);
-      t.send(me, peer, 2 * share);  // and the doubling step at the same distance, as many blocks
+      t.send(algo::hd::realRank(v, n), algo::hd::realRank(x.partner, n), share);
     }
-  for (int r = 0; r < 2 * algo::hd::extraRanks(n); r += 2) {
-    t.send(r, algo::hd::foldPartner(r), 1.0);
-    t.send(algo::hd::foldPartner(r), r, 1.0);
+    sum += 2 * t.busiest();  // and the doubling step at the same distance
   }
-  return t.busiest();
+  if (algo::hd::extraRanks(n) == 0) return sum;
+  HostTraffic in(host_of, leaves), out(host_of, leaves);
+  for (int r = 0; r < 2 * algo::hd::extraRanks(n); r += 2) {
+    in.send(r, algo::hd::foldPartner(r), 1.0);
+    out.send(algo::hd::foldPartner(r), r, 1.0);
+  }
+  return sum + in.busiest() + out.busiest();
 }
 
 // Each tree carries half the buffer: up every edge in the reduction, down it in the broadcast

@@ -19,8 +19,10 @@ namespace coll::topology::links {
 // host sends to, or receives from, ranks on other hosts, over the buffer's size (0 on one host).
 // Behind oversubscribed leaf switches a leaf's uplink counts as uplinkInHostLinks() host links,
 // and where it is busier than that the result is its load in host links: the busiest link of
-// either kind, in the time one host link would take. Blocks of the buffer are taken as equal
-// (exact when the element count divides evenly).
+// either kind, in the time one host link would take. rhd's steps wait for each other, so its
+// figure is the sum over its steps of each step's busiest link; the pipelined tree's is the
+// busiest link's total. Blocks of the buffer are taken as equal (exact when the element count
+// divides evenly).
 double rhdAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves = {});
 double treeAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves = {});
 
