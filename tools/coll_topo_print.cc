@@ -64,6 +64,9 @@ std::string topologyTable(const Topology& t) {
   out += format("  %-11s       %9.1f us   %s\n", "loaded", t.loaded_step_s * 1e6,
                 t.loaded_step_s > 0 ? "a step of chained 8 B ring shifts, every rank at once" : "not measured");
   out += format("  %-11s gamma %8.2f GB/s   %s\n", "reduce", t.gamma_Bps / 1e9, t.gamma_source.c_str());
+  if (t.leaves.hosts_per_leaf > 0)
+    out += format("  %-11s %d host(s) per leaf switch, uplinks %g:1 oversubscribed (%d leaves; from the file)\n",
+                  "fabric", t.leaves.hosts_per_leaf, t.leaves.oversubscription, t.leaves.leaves(t.numHosts()));
   return out;
 }
 

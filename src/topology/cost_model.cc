@@ -32,8 +32,15 @@ struct Net {
     const double under_leaf = L * leaves.hosts_per_leaf;
     return under_leaf * (n - under_leaf) / leaves.uplinkInHostLinks();
   }
+  // How much slower than a host link the uplink an edge per leaf crosses is (ring and
+  // hierarchical send one edge's share of a host link over it): above 1 only where a leaf's
+  // uplink carries less than one host link (hosts_per_leaf < oversubscription).
+  double uplinkSlowdown() const {
+    return leaves.leaves(static_cast<int>(H)) > 1 ? std::max(1.0, 1.0 / leaves.uplinkInHostLinks()) : 1.0;
+  }
   // Steps whose partners sit under different leaves, among the last `crossing` steps of a
-  // pattern whose partners double in distance (rd: host by host, then leaf by leaf).
+  // pattern whose partners double in distance (rd: host by host, then leaf by leaf). Exact
+  // where hosts_per_leaf is a power of two; otherwise some steps cross only for some ranks.
   double acrossLeaves(double crossing) const {
     return leaves.hosts_per_leaf > 0 ? std::min(crossing, std::ceil(std::log2(leaves.leaves(static_cast<int>(H))))) : 0;
   }
@@ -96,12 +103,14 @@ struct Net {
     if (link_bound) return std::max(latency + mem + cpu, link);
     return latency + std::max(mem, link) + cpu;
   }
-  // total() for rd and rhd, whose crossing steps send from all L ranks of a host at once: where
-  // that link is as fast as memory, the link time overlaps the steps' α rather than following
-  // it, as while one rank waits out a step's α the others' messages keep the link busy
-  // (coll-sim, 64 ranks at 100 Gbit/s, 64 KiB: rhd 104 us, about the link's 75 us plus a third
-  // of its 12 steps' α; rd at 16 KiB 54 us, not 71).
-  double exchanges(double latency, double mem, double link, double cpu) const {
+  // total() for rd and rhd, whose crossing steps send from all L ranks of a host at once. Where
+  // that link is as fast as memory, the link time overlaps the steps' α: while one rank waits
+  // out a step's α, the others' messages keep the link busy (coll-sim, 64 ranks at 100 Gbit/s,
+  // 64 KiB: rhd 104 us, about the link's 75 us plus a third of its 12 steps' α; rd at 16 KiB
+  // 54 us, not 71). The copies inside hosts add: they are other steps, after the crossing ones
+  // (rhd) or before them (rd). max(α + memory, link) priced rhd under hierarchical on 2 x 8 at
+  // 64 KiB (50 us against 53; simulated 73 against 56).
+  double exchangeTotal(double latency, double mem, double link, double cpu) const {
     if (multi && !link_bound && L > 1) return std::max(latency, link) + mem + cpu;
     return total(latency, mem, link, cpu);
   }
@@ -167,10 +176,12 @@ Net netOf(const Topology& t, size_t bytes, size_t elem_size, size_t slice_bytes)
   return x;
 }
 
-// Across hosts, algorithms that move a step's data as one unpipelined exchange (direct: every
-// rank to all others at once; rhd: whole halves per step) get 0.9 of the link rate that the
-// pipelined ring gets. Measured on netcluster 4 hosts x 1 at 1 Gbit/s, 64 MiB all-reduce
-// (bench/scripts/netcluster_algos.sh --rounds 3): ring 0.11, direct 0.10, rhd 0.10 GB/s busbw.
+// Across shaped hosts links (slower than memory: Net::link_bound), algorithms that move a
+// step's data as one unpipelined exchange (direct: every rank to all others at once; rhd: whole
+// halves per step; rd) get 0.9 of the link rate that the pipelined ring gets. Measured on
+// netcluster 4 hosts x 1 at 1 Gbit/s, 64 MiB all-reduce (bench/scripts/netcluster_algos.sh
+// --rounds 3): ring 0.11, direct 0.10, rhd 0.10 GB/s busbw. On links as fast as memory they get
+// the whole rate, as coll-sim moves them (Net::unpipelinedEfficiency()).
 constexpr double kUnpipelinedLinkEfficiency = 0.9;
 
 // Copies of one slice on its way from one rank to another of the same host: into the
@@ -188,11 +199,13 @@ double log2ceil(double v) { return v <= 1 ? 0 : std::ceil(std::log2(v)); }
 
 // Reduce-scatter then all-gather around the ring: 2(n-1) steps; every link carries
 // 2(n-1)/n of the buffer (one ring edge leaves each host, and each leaf switch: an uplink
-// carries what one host link does); each rank reduces (n-1)/n of it.
+// carries what one host link does, slower only where it is less than one: uplinkSlowdown());
+// each rank reduces (n-1)/n of it.
 Prediction ringAllreduce(const Net& x) {
   double share = 2 * (x.n - 1) / x.n * x.S;
   double step = x.stepAny(x.busy(messages::ringAllreduce));
-  return ok(x.total(2 * (x.n - 1) * step, share / x.bi, x.multi ? share / x.be : 0, (x.n - 1) / x.n * x.S / x.g));
+  return ok(x.total(2 * (x.n - 1) * step, share / x.bi, x.multi ? share * x.uplinkSlowdown() / x.be : 0,
+                    (x.n - 1) / x.n * x.S / x.g));
 }
 
 // Two-shot: every rank sends chunk c to rank c, which reduces and sends it to all: 2 steps
@@ -210,7 +223,7 @@ Prediction directAllreduce(const Net& x) {
 // Intra-host direct reduce-scatter (1 step), a ring over the H hosts per local rank
 // (2(H-1) steps, each host link carrying 2(H-1)/H of the whole buffer: L rings of 1/L each),
 // intra-host all-gather (1 step); of the L rings one edge each leaves a leaf switch, so an uplink
-// carries what one host link does. The phases run one after another, so where the link is not
+// carries what one host link does (uplinkSlowdown()). The phases run one after another, so where the link is not
 // the bottleneck their times add; where it is, the link's overlaps the rest (Net::total()).
 // With few elements its inter-host rings carry empty chunks, but its intra-host phases do
 // not, so every step is charged as busy (4 x 2 at 8 B: 312 us measured for 8 steps).
@@ -224,7 +237,7 @@ Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
   double per_peer = std::max(x.H, std::ceil(x.S / (x.L * x.slice)));
   double latency = 2 * x.stepIntra(1) + 2 * (x.H - 1) * x.stepAny(1) + 2 * (x.L - 1) * (per_peer - 1) * x.perMessage();
   double intra = 2 * (x.L - 1) / x.L * x.S / x.bi;
-  double inter = 2 * (x.H - 1) / x.H * x.S / x.be;
+  double inter = 2 * (x.H - 1) / x.H * x.S * x.uplinkSlowdown() / x.be;
   double reduce = ((x.L - 1) / x.L + (x.H - 1) / (x.H * x.L)) * x.S / x.g;
   if (!x.link_bound) return ok(latency + intra + inter + reduce);
   return ok(x.total(latency, intra, inter, reduce));
@@ -281,7 +294,7 @@ Prediction rhdAllreduce(const Net& x) {
   double latency = 2 * (crossing * x.stepAny(busy) + (halvings - crossing) * x.stepIntra(busy)) + fold * x.stepAny(1);
   double mem = (2 * (x.n - 1) / x.n + fold) * x.S / x.bi;
   double link = x.multi ? links::rhdAllreduce(x.host_of, x.leaves) * x.S / x.be / x.unpipelinedEfficiency() : 0;
-  return ok(x.exchanges(latency, mem, link, (x.n - 1) / x.n * x.S / x.g));
+  return ok(x.exchangeTotal(latency, mem, link, (x.n - 1) / x.n * x.S / x.g));
 }
 
 // Recursive doubling: log2 p exchanges of the whole buffer (non powers of two fold the extra
@@ -299,7 +312,7 @@ Prediction rdAllreduce(const Net& x) {
   double per_link = (crossing - across_leaves + across_leaves * std::max(1.0, x.leaves.oversubscription)) * x.L * x.S /
                     x.unpipelinedEfficiency();
   double latency = crossing * x.stepAny(1) + (steps - crossing) * x.stepIntra(1);
-  return ok(x.exchanges(latency, steps * x.S / x.bi, x.multi ? per_link / x.be : 0, steps * x.S / x.g) + extra);
+  return ok(x.exchangeTotal(latency, steps * x.S / x.bi, x.multi ? per_link / x.be : 0, steps * x.S / x.g) + extra);
 }
 
 // Root -> root+1 -> ... slice by slice: the first slice takes n-1 hops, each further slice

@@ -27,22 +27,24 @@ struct EachWay {
 
 // Bytes (as shares of the buffer) each host sends out and takes in across its link, and each
 // leaf switch across its uplink to the spine.
-class HostTraffic {
+class LinkTraffic {
  public:
-  HostTraffic(const std::vector<int>& host_of, const LeafSwitches& leaves)
-      : host_of_(host_of), leaves_(leaves), hosts_(hostCount(host_of)), leaf_(leaves.leaves(hostCount(host_of))) {}
+  LinkTraffic(const std::vector<int>& host_of, const LeafSwitches& leaves)
+      : LinkTraffic(host_of, leaves, hostCount(host_of)) {}
   void send(int from, int to, double share) {
     const int a = host_of_[static_cast<size_t>(from)], b = host_of_[static_cast<size_t>(to)];
     if (a == b) return;
     hosts_.add(a, b, share);
-    if (leaves_.leafOf(a) != leaves_.leafOf(b)) leaf_.add(leaves_.leafOf(a), leaves_.leafOf(b), share);
+    if (leaves_.leafOf(a) != leaves_.leafOf(b)) uplinks_.add(leaves_.leafOf(a), leaves_.leafOf(b), share);
   }
   double busiest() const {
-    const double uplinks = leaf_.out.size() > 1 ? leaf_.busiest() / leaves_.uplinkInHostLinks() : 0;
+    const double uplinks = uplinks_.out.size() > 1 ? uplinks_.busiest() / leaves_.uplinkInHostLinks() : 0;
     return std::max(hosts_.busiest(), uplinks);
   }
 
  private:
+  LinkTraffic(const std::vector<int>& host_of, const LeafSwitches& leaves, int hosts)
+      : host_of_(host_of), leaves_(leaves), hosts_(hosts), uplinks_(leaves.leaves(hosts)) {}
   static int hostCount(const std::vector<int>& host_of) {
     int hosts = 0;
     for (int h : host_of) hosts = std::max(hosts, h + 1);
@@ -50,7 +52,7 @@ class HostTraffic {
   }
   const std::vector<int>& host_of_;
   LeafSwitches leaves_;
-  EachWay hosts_, leaf_;
+  EachWay hosts_, uplinks_;
 };
 
 }  // namespace
@@ -64,13 +66,15 @@ class HostTraffic {
 // behind leaf switches the first halvings load the uplinks and the later ones the host links
 // (256 ranks under 2 leaves at 2:1: 11.75 buffers a phase, where the busiest link's total is
 // 8; coll-sim's rhd took 1.6x the total's time). Where every host carries the same in every
-// step (balanced layouts, one switch) this is the busiest host's total.
+// step (a power-of-two rank count, hosts alike, one switch) this is the busiest host's total;
+// the fold of other counts loads only some hosts (3 hosts of 1: 3 buffers, where the total
+// gave 2).
 double rhdAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves) {
   const int n = static_cast<int>(host_of.size());
   const int p2 = algo::hd::powerOfTwoFloor(n), steps = algo::hd::log2Floor(n);
   double sum = 0;
   for (int s = 0; s < steps; ++s) {
-    HostTraffic t(host_of, leaves);
+    LinkTraffic t(host_of, leaves);
     for (int v = 0; v < p2; ++v) {
       const algo::hd::Exchange x = algo::hd::halvingStep(v, p2, s);
       const double share = static_cast<double>(x.send.last - x.send.first) / p2;
@@ -79,19 +83,19 @@ double rhdAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves)
     sum += 2 * t.busiest();  // and the doubling step at the same distance
   }
   if (algo::hd::extraRanks(n) == 0) return sum;
-  HostTraffic in(host_of, leaves), out(host_of, leaves);
+  LinkTraffic fold_in(host_of, leaves), fold_out(host_of, leaves);
   for (int r = 0; r < 2 * algo::hd::extraRanks(n); r += 2) {
-    in.send(r, algo::hd::foldPartner(r), 1.0);
-    out.send(algo::hd::foldPartner(r), r, 1.0);
+    fold_in.send(r, algo::hd::foldPartner(r), 1.0);
+    fold_out.send(algo::hd::foldPartner(r), r, 1.0);
   }
-  return sum + in.busiest() + out.busiest();
+  return sum + fold_in.busiest() + fold_out.busiest();
 }
 
 // Each tree carries half the buffer: up every edge in the reduction, down it in the broadcast
 // (tree_allreduce.cc).
 double treeAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves) {
   const int n = static_cast<int>(host_of.size());
-  HostTraffic t(host_of, leaves);
+  LinkTraffic t(host_of, leaves);
   for (int tree = 0; tree < 2; ++tree)
     for (int r = 0; r < n; ++r) {
       const int parent = algo::dbtree::treeNode(tree, r, n).parent;

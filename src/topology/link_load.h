@@ -15,8 +15,9 @@
 
 namespace coll::topology::links {
 
-// host_of[r]: the host of rank r. The result is a multiple of the buffer: the most bytes one
-// host sends to, or receives from, ranks on other hosts, over the buffer's size (0 on one host).
+// host_of[r]: the host of rank r. The result is a multiple of the buffer: the bytes over the
+// busiest host link (sent to, or received from, ranks on other hosts) over the buffer's size
+// (0 on one host).
 // Behind oversubscribed leaf switches a leaf's uplink counts as uplinkInHostLinks() host links,
 // and where it is busier than that the result is its load in host links: the busiest link of
 // either kind, in the time one host link would take. rhd's steps wait for each other, so its

@@ -47,6 +47,9 @@ Choice Selector::modelChoice(algo::Collective collective, size_t bytes, size_t e
   } else {
     c.reason = format("cost model: fastest of %zu on %d host(s) x %d rank(s)", priced.size(), topology_.numHosts(),
                       topology_.maxRanksPerHost());
+    const LeafSwitches& leaves = topology_.leaves;
+    if (leaves.leaves(topology_.numHosts()) > 1)
+      c.reason += format(", %d per leaf switch at %g:1", leaves.hosts_per_leaf, leaves.oversubscription);
   }
   for (const auto& [a, p] : priced)
     if (a != c.algorithm) c.rejected.push_back({a->name, p.supported ? p.seconds : -1, p.supported ? "" : p.why_not});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "base/log.h"
 
@@ -206,11 +207,12 @@ Status leavesFromJson(const Json& fabric, LeafSwitches* out) {
   if (fabric.isNull()) return Status::ok();
   if (fabric.kind() != Json::Kind::object) return invalidArgument("topology: \"fabric\" must be an object");
   const double per_leaf = fabric.has("hosts_per_leaf") ? fabric["hosts_per_leaf"].number(NAN) : 0;
-  if (!(per_leaf >= 0) || per_leaf != std::floor(per_leaf))
-    return invalidArgument("topology: fabric.hosts_per_leaf must be an integer >= 0 (0: one switch)");
+  if (!(per_leaf >= 0 && per_leaf <= std::numeric_limits<int>::max()) || per_leaf != std::floor(per_leaf))
+    return invalidArgument(format("topology: fabric.hosts_per_leaf must be an integer >= 0 (0: one switch), got %g",
+                                  per_leaf));
   const double oversubscription = fabric.has("oversubscription") ? fabric["oversubscription"].number(NAN) : 1;
   if (!(oversubscription >= 1) || !std::isfinite(oversubscription))
-    return invalidArgument("topology: fabric.oversubscription must be >= 1 (2 means 2:1)");
+    return invalidArgument(format("topology: fabric.oversubscription must be >= 1 (2 means 2:1), got %g", oversubscription));
   *out = {static_cast<int>(per_leaf), oversubscription};
   return Status::ok();
 }

@@ -21,8 +21,11 @@ struct StepTraffic {
   explicit StepTraffic(size_t hosts) : out(hosts), in(hosts), leaf_out(hosts), leaf_in(hosts) {}
   double busiest(const LeafSwitches& leaves) const {
     double most = 0;
-    for (size_t h = 0; h < out.size(); ++h)
-      most = std::max({most, out[h], in[h], leaf_out[h] / leaves.uplinkInHostLinks(), leaf_in[h] / leaves.uplinkInHostLinks()});
+    for (size_t h = 0; h < out.size(); ++h) {
+      most = std::max({most, out[h], in[h]});
+      if (leaves.hosts_per_leaf > 0)
+        most = std::max({most, leaf_out[h] / leaves.uplinkInHostLinks(), leaf_in[h] / leaves.uplinkInHostLinks()});
+    }
     return most;
   }
 };
@@ -83,6 +86,7 @@ TEST(LinkLoad, FourHostsOfTwo) {
   EXPECT_DOUBLE_EQ(links::rhdAllreduce(four_by_two), 3.0) << "halves of 1/2 and 1/4 cross, from both ranks";
   EXPECT_DOUBLE_EQ(links::treeAllreduce(four_by_two), 3.0);
   EXPECT_DOUBLE_EQ(links::rhdAllreduce({0, 1, 2, 3}), 1.5) << "one rank per host: the closed form holds";
+  EXPECT_DOUBLE_EQ(links::rhdAllreduce({0, 1, 2}), 3.0) << "fold in, one exchange of halves each way, fold out";
   EXPECT_DOUBLE_EQ(links::rhdAllreduce({0, 0, 0, 0}), 0.0);
 }
 

@@ -91,8 +91,11 @@ TEST(TopologyJson, LeafSwitchesFromTheFabricObject) {
       "links": {"intra_host": {"alpha_us": 1, "beta_GBps": 1}, "inter_host": {"alpha_us": 5, "beta_GBps": 1}},
       "reduce": {"gamma_GBps": 15}, "fabric": )";
   struct Bad { const char* fabric; const char* field; };
-  for (Bad b : {Bad{R"({"hosts_per_leaf": 2.5})", "fabric.hosts_per_leaf"}, Bad{R"({"hosts_per_leaf": -1})", "fabric.hosts_per_leaf"},
-                Bad{R"({"hosts_per_leaf": "16"})", "fabric.hosts_per_leaf"}, Bad{R"({"oversubscription": 0.5})", "fabric.oversubscription"},
+  for (Bad b : {Bad{R"({"hosts_per_leaf": 2.5})", "fabric.hosts_per_leaf"},
+                Bad{R"({"hosts_per_leaf": -1})", "fabric.hosts_per_leaf"},
+                Bad{R"({"hosts_per_leaf": 1e10})", "got 1e+10"},
+                Bad{R"({"hosts_per_leaf": "16"})", "fabric.hosts_per_leaf"},
+                Bad{R"({"oversubscription": 0.5})", "fabric.oversubscription"},
                 Bad{R"([16, 2])", "\"fabric\" must be an object"}}) {
     ASSERT_TRUE(Json::parse(head + b.fabric + "}", &j).isOk()) << b.fabric;
     Status st = fromJson(j, &back);

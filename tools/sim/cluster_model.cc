@@ -131,9 +131,7 @@ Status clusterFromFile(const std::string& path, const ClusterFlags& cluster_flag
   m.from_file = true;
   st = topology::fromJson(j, &m.topo);
   if (!st) return invalidArgument(path + ": " + st.message());
-  const topology::Json& fab = j["fabric"];
-  if (!fab.isNull() && fab.kind() != topology::Json::Kind::object)
-    return invalidArgument(path + ": \"fabric\" must be an object");
+  const topology::Json& fab = j["fabric"];  // an object, or absent: fromJson checked
   auto integer = [&](const char* key, int fallback, int* v) -> Status {
     if (!fab.has(key)) return (*v = fallback, Status::ok());
     const double d = fab[key].number(NAN);
