@@ -184,9 +184,6 @@ Net netOf(const Topology& t, size_t bytes, size_t elem_size, size_t slice_bytes)
 // the whole rate, as coll-sim moves them (Net::unpipelinedEfficiency()).
 constexpr double kUnpipelinedLinkEfficiency = 0.9;
 
-// Copies of one slice on its way from one rank to another of the same host: into the
-// shared-memory ring and out of it (coll-sim's model since 10bb1c5, docs/SIMULATOR.md).
-constexpr double kSliceCopiesInHost = 2;
 // Slices over a tree parent's link per level across hosts: its two children's.
 constexpr double kSlicesPerLevelAcross = 2;
 
@@ -251,9 +248,10 @@ Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
 // slice time per level and D reductions of a slice come on top of the pipelined terms. With
 // ranks numbered host by host the top ceil(log2 H) levels cross hosts and the rest stay
 // inside one. A level across hosts moves two slices over the parent's link (its two children's
-// up, to both children down): kSlicesPerLevelAcross. A level inside a host copies the slice
-// twice, the sender into the shared-memory ring and the receiver out of it (a reducing op's
-// sender is never a busy one: algo::copiesBothWays): kSliceCopiesInHost. Charged only where
+// up, to both children down): kSlicesPerLevelAcross. A level inside a host costs one slice
+// time: the sender's copy into the shared-memory ring and the receiver's out of it overlap slot
+// by slot (charging both, as the first try did, put the tree 350-400 us above coll-sim at 1 MiB
+// on 16 to 1,024 ranks). Charged only where
 // the links are at least as fast as memory: on a shaped link slower than memory (netcluster's
 // tbf, whose burst passes small slices at once) the link time already bounds the op (total()),
 // and the measured netcluster selections (selector_measured_test.cc) rank best without it.
@@ -269,7 +267,7 @@ Prediction treeAllreduce(const Net& x) {
   double slice = std::min(x.S / 2, x.slice);
   double fill = x.link_bound ? 0
                               : 2 * (crossing * kSlicesPerLevelAcross * slice / x.be +
-                                     (depth - crossing) * kSliceCopiesInHost * slice / x.bi) +
+                                     (depth - crossing) * slice / x.bi) +
                                     depth * slice / x.g;
   double link = x.multi ? links::treeAllreduce(x.host_of, x.leaves) * x.S / x.be : 0;
   double busy = x.busy(messages::treeAllreduce);
