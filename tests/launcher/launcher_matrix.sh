@@ -221,6 +221,9 @@ for l in "${launchers[@]}"; do
     else
       status=1
       summary+=("FAIL $l ${h} hosts x $p: exit $rc ($secs s)" "$result")
+      # The tail is the last host's output; a rank's first error on another host (rank 0 unable
+      # to serve the store, say) would be cut off, so every host's error lines come first.
+      echo "--- $l $s errors, every host:"; grep -E "error|cannot|refused|FAIL" "$log" | grep -v "coll INFO" | head -n 20
       echo "--- $l $s output (last 40 lines):"; grep -v "coll INFO" "$log" | tail -n 40
     fi
   done
