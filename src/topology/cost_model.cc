@@ -219,9 +219,10 @@ Prediction directAllreduce(const Net& x) {
 
 // Intra-host direct reduce-scatter (1 step), a ring over the H hosts per local rank
 // (2(H-1) steps, each host link carrying 2(H-1)/H of the whole buffer: L rings of 1/L each),
-// intra-host all-gather (1 step); of the L rings one edge each leaves a leaf switch, so an uplink
-// carries what one host link does (uplinkSlowdown()). The phases run one after another, so where the link is not
-// the bottleneck their times add; where it is, the link's overlaps the rest (Net::total()).
+// intra-host all-gather (1 step); of the L rings one edge each leaves a leaf switch, so an
+// uplink carries what one host link does (uplinkSlowdown()). The phases run one after another,
+// so where the link is not the bottleneck their times add; where it is, the link's overlaps the
+// rest (Net::total()).
 // With few elements its inter-host rings carry empty chunks, but its intra-host phases do
 // not, so every step is charged as busy (4 x 2 at 8 B: 312 us measured for 8 steps).
 Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
@@ -251,10 +252,10 @@ Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
 // up, to both children down): kSlicesPerLevelAcross. A level inside a host costs one slice
 // time: the sender's copy into the shared-memory ring and the receiver's out of it overlap slot
 // by slot (charging both, as the first try did, put the tree 350-400 us above coll-sim at 1 MiB
-// on 16 to 1,024 ranks). Charged only where
-// the links are at least as fast as memory: on a shaped link slower than memory (netcluster's
-// tbf, whose burst passes small slices at once) the link time already bounds the op (total()),
-// and the measured netcluster selections (selector_measured_test.cc) rank best without it.
+// on 16 to 1,024 ranks). Charged only where the links are at least as fast as memory: on a
+// shaped link slower than memory (netcluster's tbf, whose burst passes small slices at once)
+// the link time already bounds the op (total()), and the measured netcluster selections
+// (selector_measured_test.cc) rank best without it.
 // With few slices (1 MiB is one slice per tree) the fill is most of the time. coll-sim, 8
 // ranks per host at 100 Gbit/s, 1 MiB: tree at 588 us on 16 ranks and 1.99 ms on 1,024 where
 // the formula without the fill gave 317 and 433 us, and so chose tree where hierarchical was
@@ -307,8 +308,8 @@ Prediction rdAllreduce(const Net& x) {
   // A step across leaves sends every rank's whole buffer over the uplink of hosts_per_leaf
   // hosts: oversubscription host links' worth.
   double across_leaves = x.acrossLeaves(crossing);
-  double per_link = (crossing - across_leaves + across_leaves * std::max(1.0, x.leaves.oversubscription)) * x.L * x.S /
-                    x.unpipelinedEfficiency();
+  double per_link =
+      (crossing - across_leaves + across_leaves * x.leaves.oversubscription) * x.L * x.S / x.unpipelinedEfficiency();
   double latency = crossing * x.stepAny(1) + (steps - crossing) * x.stepIntra(1);
   return ok(x.exchangeTotal(latency, steps * x.S / x.bi, x.multi ? per_link / x.be : 0, steps * x.S / x.g) + extra);
 }

@@ -31,11 +31,6 @@ Status checkFabric(const Fabric& f, int hosts) {
 
 }  // namespace
 
-int ClusterModel::numLeaves() const {
-  const int h = numHosts();
-  return fabric.hosts_per_leaf > 0 ? (h + fabric.hosts_per_leaf - 1) / fabric.hosts_per_leaf : 1;
-}
-
 double ClusterModel::leafUplinkBps() const {
   const int per_leaf = fabric.hosts_per_leaf > 0 ? fabric.hosts_per_leaf : numHosts();
   return per_leaf * fabric.nics_per_host * topo.inter.beta_Bps / fabric.oversubscription;
@@ -60,7 +55,7 @@ std::string ClusterModel::describe() const {
   if (numHosts() > 1) {
     o << ", NIC " << formatRate(topo.inter.beta_Bps) << " payload x" << fabric.nics_per_host << " per host, inter α "
       << topo.inter.alpha_s * 1e6 << " us";
-    if (fabric.hosts_per_leaf > 0 && numLeaves() > 1)
+    if (numLeaves() > 1)
       o << ", " << numLeaves() << " leaves of " << fabric.hosts_per_leaf << " hosts, " << fabric.oversubscription
         << ":1 oversubscribed";
   }

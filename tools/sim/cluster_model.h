@@ -46,8 +46,8 @@ struct ClusterModel {
   std::vector<int> local_of;  // per rank: its index among its host's ranks
 
   int numHosts() const { return topo.numHosts(); }
-  int leafOf(int host) const { return fabric.hosts_per_leaf > 0 ? host / fabric.hosts_per_leaf : 0; }
-  int numLeaves() const;
+  int leafOf(int host) const { return topo.leaves.leafOf(host); }  // topo.leaves: finishCluster()
+  int numLeaves() const { return topo.leaves.leaves(numHosts()); }
   // What one leaf's uplink (and downlink) to the spine carries each way.
   double leafUplinkBps() const;
   double perMessageSeconds(bool across_hosts = false) const;

@@ -42,12 +42,14 @@ Status algorithmsToRun(const SimOptions& o, std::vector<const algo::AlgorithmInf
   return Status::ok();
 }
 
-Row simulateRow(const ClusterModel& m, const SimOptions& o, const algo::AlgorithmInfo* a, size_t bytes, Status* st) {
+// `probed`: m.probedTopology(), what the cost model prices (made once per run: it copies the layout).
+Row simulateRow(const ClusterModel& m, const topology::Topology& probed, const SimOptions& o,
+                const algo::AlgorithmInfo* a, size_t bytes, Status* st) {
   Row row;
   row.algorithm = a->name;
   row.bytes = bytes;
   const topology::Prediction p =
-      topology::predictTime(o.collective, a->name, bytes, o.elem_size, m.probedTopology(), o.slice_bytes);
+      topology::predictTime(o.collective, a->name, bytes, o.elem_size, probed, o.slice_bytes);
   row.model_s = p.supported ? p.seconds : -1;
   if (!p.supported && std::string(a->name) == "hierarchical") {
     row.refused = p.why_not;  // its builder would fall back to ring: say so rather than time ring
@@ -99,7 +101,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   Report report(o, m);
-  topology::Selector selector({}, m.probedTopology(), o.slice_bytes);
+  const topology::Topology probed = m.probedTopology();
+  topology::Selector selector({}, probed, o.slice_bytes);
   std::vector<size_t> sizes;
   for (size_t s : simSizes(o)) sizes.push_back(s / o.elem_size * o.elem_size);
   std::map<std::string, std::vector<Row>> tables;
@@ -108,13 +111,13 @@ int main(int argc, char** argv) {
     const topology::Choice choice = selector.modelChoice(o.collective, bytes, o.elem_size);
     const Row* same = nullptr;
     for (const algo::AlgorithmInfo* a : algos) {
-      Row row = simulateRow(m, o, a, bytes, &st);
+      Row row = simulateRow(m, probed, o, a, bytes, &st);
       if (!st) break;
       tables[a->name].push_back(row);
       if (a == choice.algorithm) same = &tables[a->name].back();
     }
     if (!st) break;
-    chosen.push_back(same ? *same : simulateRow(m, o, choice.algorithm, bytes, &st));
+    chosen.push_back(same ? *same : simulateRow(m, probed, o, choice.algorithm, bytes, &st));
     if (!st) break;
   }
   if (!st) {

@@ -25,7 +25,7 @@ Network::Network(const ClusterModel& m, int period) : peak_Bps_(m.topo.intra.bet
   const double burst = m.fabric.burst_bytes;
   nic_out_.assign(nics, Link{0, m.topo.inter.beta_Bps, burst, burst, 0});
   nic_in_ = nic_out_;
-  const bool spine = m.fabric.hosts_per_leaf > 0 && m.numLeaves() > 1;
+  const bool spine = m.numLeaves() > 1;
   leaf_up_.assign(spine ? static_cast<size_t>(m.numLeaves()) : 0, Link{0, m.leafUplinkBps(), 0, 0, 0});
   const int per_leaf = m.topo.maxRanksPerHost() * std::max(1, m.fabric.hosts_per_leaf);
   period_leaves_ = spine ? std::max(1, (period + per_leaf - 1) / per_leaf) : 1;

@@ -16,7 +16,7 @@ int clusterPeriod(const ClusterModel& m) {
     for (int i = 0; i < per_host; ++i)
       if (t.ranks_of_host[static_cast<size_t>(h)][static_cast<size_t>(i)] != h * per_host + i) return 0;
   int hosts = 1;
-  if (m.fabric.hosts_per_leaf > 0 && m.numLeaves() > 1) {
+  if (m.numLeaves() > 1) {
     if (t.numHosts() % m.fabric.hosts_per_leaf != 0) return 0;  // a partial last leaf
     hosts = m.fabric.hosts_per_leaf;
   }
