@@ -32,22 +32,27 @@ struct TestTimeout {
   int seconds;
 };
 
-// A zeroed host buffer. Zeroing touches every page, keeping page faults out of the first
-// timed op.
+// A zeroed host buffer, from aligned_alloc or (library) collMemAlloc. Zeroing touches every
+// page, keeping page faults out of the first timed op.
 class HostBuffer {
  public:
-  explicit HostBuffer(size_t bytes) {
+  HostBuffer(size_t bytes, bool library) {
     constexpr size_t kAlign = 4096;
     size_t rounded = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
-    data_.reset(static_cast<std::byte*>(std::aligned_alloc(kAlign, rounded)));
-    if (!data_) throw std::bad_alloc();
+    void* p = library ? memAlloc(rounded) : std::aligned_alloc(kAlign, rounded);
+    if (!p) throw std::bad_alloc();
+    data_ = std::unique_ptr<std::byte, Free>(static_cast<std::byte*>(p), Free{library});
     std::memset(data_.get(), 0, rounded);
   }
   std::byte* data() const { return data_.get(); }
 
  private:
   struct Free {
-    void operator()(std::byte* p) const { std::free(p); }
+    bool library;
+    void operator()(std::byte* p) const {
+      if (library) memFree(p);
+      else std::free(p);
+    }
   };
   std::unique_ptr<std::byte, Free> data_;
 };
@@ -79,8 +84,8 @@ class PerfRunner {
         desc_(desc),
         opts_(options),
         reporter_(reporter),
-        send_(options.maxBytes),
-        recv_(options.maxBytes) {
+        send_(options.maxBytes, options.libraryBuffers),
+        recv_(options.maxBytes, options.libraryBuffers) {
     if (options.deviceBuffers) {
       dsend_ = DeviceArena::make(options.maxBytes, comm.localRank());
       drecv_ = DeviceArena::make(options.maxBytes, comm.localRank());

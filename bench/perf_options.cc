@@ -26,6 +26,7 @@ constexpr Flag kSupported[] = {
     {'y', "stream_null", true},    {'T', "timeout", true},   {'G', "cudagraph", true},
     {'C', "report_cputime", true}, {'a', "average", true},   {'J', "output_file", true},
     {'X', "device_buffers", true}, {'K', "latency_stats", true},
+    {'R', "local_register", true},
     {'Q', "compare_algos", true},  {'j', "algo_rounds", true},
     {'h', "help", false},
 };
@@ -38,7 +39,6 @@ constexpr Flag kUnsupported[] = {
     {'l', "replay", true},
     {'O', "out_of_place", true},
     {'u', "unalign", true},
-    {'R', "local_register", true},
     {'x', "cta_policy", true},
     {'B', "commblocking", true},
     {'F', "ft_test", true},
@@ -164,6 +164,10 @@ bool applyCountFlag(int c, const char* arg, PerfOptions* o, std::string* error) 
     case 'K':
       if (!intFlag(c, arg, 0, 1, &v, error)) return false;
       o->latencyStats = v != 0;
+      return true;
+    case 'R':
+      if (!intFlag(c, arg, 0, 1, &v, error)) return false;
+      o->libraryBuffers = v != 0;
       return true;
   }
   *error = "internal: unhandled flag " + flagName(c);
@@ -347,6 +351,8 @@ std::string perfUsage(const char* program) {
          "\n\t[-j,--algo_rounds <n> interleaved rounds of -Q, the median reported] (default 3)"
          "\n\t[-X,--device_buffers <0/1> 1: buffers in GPU memory (CUDA build), and the header gives the"
          " GPU's copy bandwidth] (default 0: host memory)"
+         "\n\t[-R,--local_register <0/1> 1: host buffers from collMemAlloc, which ranks on the same host read"
+         " with one plain copy] (default 0: aligned_alloc)"
          "\n\t[-K,--latency_stats <0/1> 1: wait for each timed op, and add per cell the median and 99th"
          " percentile of the per-op times (all ranks' pooled, us) and the CPU-seconds all ranks spent per GB"
          " of buffer (user + system)] (default 0)"

@@ -34,6 +34,8 @@ struct PerfOptions {
   int average = 1;  // time reported over ranks: 0 rank 0's, 1 mean, 2 min, 3 max
   std::string jsonPath;
   bool deviceBuffers = false;  // -X 1: buffers in GPU memory (a CUDA build)
+  // -R 1: host buffers from collMemAlloc (as nccl-tests' -R takes ncclMemAlloc's memory).
+  bool libraryBuffers = false;
   // -Q "auto ring tree": those algorithms side by side in this job (Communicator::setAlgorithms),
   // -j interleaved rounds of each; "auto" is the selector's own choice.
   std::vector<std::string> algos;

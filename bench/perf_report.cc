@@ -113,6 +113,7 @@ void Reporter::printPreamble(int nranks, const std::vector<std::string>& rankLin
   std::fprintf(out_, "#\n# Using devices\n");
   for (const std::string& line : rankLines) std::fprintf(out_, "%s\n", line.c_str());
   if (o.deviceBuffers) std::fprintf(out_, "#\n# Buffers in GPU memory: %s\n", device_line.c_str());
+  else if (o.libraryBuffers) std::fprintf(out_, "#\n# Buffers from collMemAlloc (-R 1)\n");
   std::fflush(out_);
 }
 

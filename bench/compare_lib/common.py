@@ -8,8 +8,11 @@ NETCLUSTER = Path(os.environ.get("NETCLUSTER", ROOT.parent / "shared/tools/netcl
 NC_PREFIX, NC_SUBNET = "ncb", "10.214.19"  # this script's own cluster: no clash with others
 
 COLLECTIVES = ["all_reduce", "broadcast", "all_gather", "reduce_scatter"]
-SYSTEMS = ["coll", "openmpi", "mpich", "gloo"]
-COLORS = {"coll": "tab:red", "openmpi": "tab:blue", "mpich": "tab:green", "gloo": "tab:orange"}
+# coll-mem: coll with its buffers from collMemAlloc (perf programs' -R 1), on one host only.
+SYSTEMS = ["coll", "coll-mem", "openmpi", "mpich", "gloo"]
+COLL_SYSTEMS = ("coll", "coll-mem")  # not peers: the best peer is the best of the others
+COLORS = {"coll": "tab:red", "coll-mem": "tab:purple", "openmpi": "tab:blue", "mpich": "tab:green",
+          "gloo": "tab:orange"}
 MPI_OP = {"all_reduce": "allreduce", "broadcast": "broadcast", "all_gather": "allgather",
           "reduce_scatter": "reduce_scatter"}
 LOCAL_SIZES = [8, 64 << 10, 1 << 20, 16 << 20, 64 << 20]

@@ -43,20 +43,25 @@ def summary_rows(m, collective, systems, sizes):
         bw = {s: m.median(m.busbw, collective, s, size) for s in systems}
         us = {s: m.median(m.time_us, collective, s, size) for s in systems}
         cpu = {s: m.median(m.cpu, collective, s, size) for s in systems}
-        peers = {s: v for s, v in bw.items() if s != "coll" and v is not None}
+        peers = {s: v for s, v in bw.items() if s not in COLL_SYSTEMS and v is not None}
         best = max(peers, key=peers.get) if peers else None
         ratio = bw["coll"] / peers[best] if best and peers[best] > 0 and bw.get("coll") else None
-        rows.append({"size": size, "busbw": bw, "time_us": us, "cpu": cpu, "best": best, "ratio": ratio})
+        mem_ratio = bw["coll-mem"] / peers[best] if best and peers[best] > 0 and bw.get("coll-mem") else None
+        rows.append({"size": size, "busbw": bw, "time_us": us, "cpu": cpu, "best": best, "ratio": ratio,
+                     "mem_ratio": mem_ratio})
     return rows
 
 
 def table_text(scn, m, collective, systems, rows):
-    head = f"{'size':>10} " + " ".join(f"{s:>10}" for s in systems) + f" {'coll/best':>10} {'best peer':>9}"
+    mem = "coll-mem" in systems
+    head = (f"{'size':>10} " + " ".join(f"{s:>10}" for s in systems) + f" {'coll/best':>10}"
+            + (f" {'mem/best':>10}" if mem else "") + f" {'best peer':>9}")
     lines = [f"## {collective} ({scn.title}): median busbw, GB/s", head]
     for r in rows:
         cells = ["n/a" if unsupported(m, collective, s) else cell(r["busbw"][s]) for s in systems]
         lines.append(f"{human_size(r['size']):>10} " + " ".join(f"{c:>10}" for c in cells)
-                     + f" {cell(r['ratio']):>10} {r['best'] or '-':>9}")
+                     + f" {cell(r['ratio']):>10}" + (f" {cell(r['mem_ratio']):>10}" if mem else "")
+                     + f" {r['best'] or '-':>9}")
     small = rows[0]
     lines.append(f"{'time, us':>10} " + " ".join(f"{cell(small['time_us'][s]):>10}" for s in systems)
                  + f"   (at {human_size(small['size'])})")
@@ -83,10 +88,12 @@ def write_summary_csv(path, systems, rows):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["size_bytes"] + [f"{s}_busbw_gbs" for s in systems] + [f"{s}_time_us" for s in systems]
-                   + ["best_peer", "coll_over_best_peer"] + [f"{s}_cpu_s_per_gb" for s in systems])
+                   + ["best_peer", "coll_over_best_peer", "coll_mem_over_best_peer"]
+                   + [f"{s}_cpu_s_per_gb" for s in systems])
         for r in rows:
             w.writerow([r["size"]] + [cell(r["busbw"][s]) for s in systems]
-                       + [cell(r["time_us"][s]) for s in systems] + [r["best"] or "", cell(r["ratio"])]
+                       + [cell(r["time_us"][s]) for s in systems]
+                       + [r["best"] or "", cell(r["ratio"]), cell(r["mem_ratio"])]
                        + [cell(r["cpu"][s]) for s in systems])
 
 
@@ -111,7 +118,7 @@ def plot(path, scn, collective, systems, rows, limit, load):
     for s in systems:
         pts = [(r["size"], r["busbw"][s]) for r in rows if r["busbw"][s]]
         if pts:
-            ax.plot(*zip(*pts), marker="o", label=s, color=COLORS[s], linewidth=2.5 if s == "coll" else 1.5)
+            ax.plot(*zip(*pts), marker="o", label=s, color=COLORS[s], linewidth=2.5 if s in COLL_SYSTEMS else 1.5)
     if limit:
         ax.axhline(limit, color="black", linestyle="--", linewidth=1,
                    label=f"{scn.limit_label} {limit:.3g} GB/s")

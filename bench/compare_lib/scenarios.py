@@ -118,23 +118,26 @@ class Scenario:
             return os.access(self.mpi_prog(system), os.X_OK)
         if system == "coll":
             return os.access(self.coll_prog("all_reduce"), os.X_OK)
+        if system == "coll-mem":  # its regions are read by ranks on the same host
+            return isinstance(self, LocalScenario) and os.access(self.coll_prog("all_reduce"), os.X_OK)
         return True
 
-    def run_coll(self, collective, steps, timeout):
+    def run_coll(self, collective, steps, timeout, library_memory=False):
         """coll's nccl-tests program, one launch per size (its -n is one count for all
-        sizes), -c 1 checks every element, -J gives the results as JSON lines."""
+        sizes), -c 1 checks every element, -J gives the results as JSON lines; library_memory:
+        the buffers from collMemAlloc (-R 1)."""
         rows = []
         for size, iters, warmup in steps:
             out_json = self.work / "coll.json"
             out_json.unlink(missing_ok=True)
             args = [self.coll_prog(collective), "-b", str(size), "-e", str(size), "-n", str(iters),
-                    "-w", str(warmup), "-c", "1", "-J", str(out_json)]
+                    "-w", str(warmup), "-c", "1", "-J", str(out_json), "-R", "1" if library_memory else "0"]
             rc, text = self.launch_coll(args, timeout)
             # Broadcast in place: MPI_Bcast and gloo's broadcast have one buffer, and out of
             # place coll's root would also copy its input to its output.
             in_place = collective == "broadcast" or self.args.in_place
             got = json_rows(out_json, inplace=in_place) if out_json.exists() else []
-            outcome = finish(text, rc, got, f"coll {collective} {size} B")
+            outcome = finish(text, rc, got, f"{'coll-mem' if library_memory else 'coll'} {collective} {size} B")
             if outcome.error:
                 return Outcome(rows, outcome.error)
             rows += got
@@ -160,8 +163,8 @@ class Scenario:
         return outcome
 
     def run_once(self, system, collective, steps, timeout):
-        if system == "coll":
-            return self.run_coll(collective, steps, timeout)
+        if system in COLL_SYSTEMS:
+            return self.run_coll(collective, steps, timeout, library_memory=system == "coll-mem")
         if system == "gloo":
             return self.run_gloo(collective, steps, timeout)
         return self.run_mpi(system, collective, steps, timeout)

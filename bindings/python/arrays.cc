@@ -81,4 +81,17 @@ py::dtype dtypeOf(DataType type) {
 
 py::array newArray(DataType type, const std::vector<py::ssize_t>& shape) { return py::array(dtypeOf(type), shape); }
 
+py::array libraryArray(const std::vector<py::ssize_t>& shape, const py::dtype& dtype) {
+  if (!dataTypeOf(dtype)) throw py::type_error("coll.alloc: dtype " + std::string(py::str(static_cast<py::handle>(dtype))) + " is not one coll reduces");
+  size_t bytes = static_cast<size_t>(dtype.itemsize());
+  for (py::ssize_t d : shape) {
+    if (d < 0) throw py::value_error("coll.alloc: negative dimension " + std::to_string(d));
+    if (d > 0 && bytes > SIZE_MAX / static_cast<size_t>(d)) throw py::value_error("coll.alloc: the shape overflows");
+    bytes *= static_cast<size_t>(d);
+  }
+  void* p = memAlloc(bytes);  // coll::Error (translated by errors.cc) if the system refuses
+  py::capsule owner(p, [](void* q) { memFree(q); });  // freed with the last array viewing it
+  return py::array(dtype, shape, p, owner);
+}
+
 }  // namespace coll::python

@@ -52,6 +52,8 @@ void requireSameType(const Buffer& a, const Buffer& b);
 // A new C-contiguous array of `type` and `shape`.
 py::array newArray(DataType type, const std::vector<py::ssize_t>& shape);
 py::dtype dtypeOf(DataType type);
+// coll.alloc: a zeroed array in collMemAlloc memory, freed when the last array viewing it goes.
+py::array libraryArray(const std::vector<py::ssize_t>& shape, const py::dtype& dtype);
 
 // --- work.cc -----------------------------------------------------------------------------
 // coll.Work: a coll::Work plus the numpy arrays the op reads and writes (kept alive until it

@@ -66,6 +66,21 @@ PYBIND11_MODULE(_coll, m) {
       "Joins the job the launcher started (collrun, torchrun, Open MPI, MPICH, Slurm; MASTER_ADDR/\n"
       "MASTER_PORT override). Raises coll.Error: InvalidArgument when the environment is\n"
       "incomplete, Timeout when the others do not arrive within COLL_TIMEOUT.");
+  m.def(
+      "alloc",
+      [](const py::object& shape, const py::object& dtype) {
+        std::vector<py::ssize_t> dims;  // an int, as numpy.zeros takes, or a sequence of ints
+        if (py::isinstance<py::int_>(shape)) dims.push_back(shape.cast<py::ssize_t>());
+        else
+          for (py::handle d : py::iter(shape)) dims.push_back(d.cast<py::ssize_t>());
+        return libraryArray(dims, py::dtype::from_args(dtype));
+      },
+      py::arg("shape"), py::arg("dtype") = py::dtype("float32"),
+      "alloc(shape, dtype=numpy.float32) -> numpy.ndarray\n\n"
+      "A zeroed array in the library's own memory (collMemAlloc): ranks on the same host read a\n"
+      "large message sent from it with one plain copy, where from other memory the kernel copies\n"
+      "(process_vm_readv) or the message goes through shared slots in two copies. Use it for the\n"
+      "buffers a job sends every step. Freed when the last array viewing it is.");
   m.attr("__version__") = "0.1.0";
   m.attr("SPLIT_NOCOLOR") = coll::kSplitNoColor;
   m.attr("ANY_SOURCE") = coll::kAnySource;

@@ -60,6 +60,14 @@ COLL_API collResult_t collCommInitRank(collComm_t* comm, int nranks, collUniqueI
 COLL_API collResult_t collCommInitFromEnv(collComm_t* comm);
 /* The library's COLL_VERSION_CODE (as ncclGetVersion): compare it with the header's. */
 COLL_API collResult_t collGetVersion(int* version);
+/* Host memory from the library, as ncclMemAlloc or MPI_Alloc_mem: zeroed, page-aligned, and
+ * mappable by the ranks on the same host, so that a large message sent from it to one of them
+ * is read with one plain copy instead of a kernel copy (process_vm_readv). Every call takes any
+ * buffer; these are faster to send from. A forked child shares the pages with its parent.
+ * collMemFree takes exactly what collMemAlloc returned (NULL: nothing), after every op using
+ * it has completed. */
+COLL_API collResult_t collMemAlloc(void** ptr, size_t size);
+COLL_API collResult_t collMemFree(void* ptr);
 /* What a program's collCommInitRank(...) and collCommInitFromEnv(...) calls become (the macros
  * below): the header's version travels with the call, and a library of another major version
  * is refused with collUnsupported and a message naming both versions and the library's file.

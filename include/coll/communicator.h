@@ -159,4 +159,10 @@ class COLL_API Communicator {
   std::unique_ptr<CommunicatorImpl> impl_;
 };
 
+// collMemAlloc and collMemFree (coll.h) for C++: memAlloc throws coll::Error (InvalidArgument,
+// Transport) naming the size and the failed system call; memFree throws InvalidArgument for a
+// pointer memAlloc did not return.
+COLL_API void* memAlloc(size_t bytes);
+COLL_API void memFree(void* ptr);
+
 }  // namespace coll

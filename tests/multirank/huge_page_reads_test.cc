@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -44,17 +43,6 @@ bool kernelCollapses() {
     return ok;
   }();
   return yes;
-}
-
-// Whether ranks may read each other's memory: no seccomp filter refuses process_vm_readv, and
-// Yama allows the ranks' own grant (ptrace_scope 0 or 1; cma.h).
-bool cmaAllowed() {
-  int word = 7, seen = 0;
-  iovec local{&seen, sizeof seen}, remote{&word, sizeof word};
-  if (::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof seen)) return false;
-  std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope");
-  int scope = 0;
-  return !(yama >> scope) || scope < 2;
 }
 
 // The cores this rank may run on (the ranks are not bound: each may use all of them).
@@ -97,7 +85,7 @@ void allgatherRounds(Communicator& comm, int n, int rank, bool in_place) {
   }
   // The last rounds' send buffers are huge pages, where this kernel makes them and the ranks
   // have a core each (huge_pages.h, ShmTransport::decideOversubscribed).
-  RANK_CHECK(!kernelCollapses() || !cmaAllowed() || n > cores() || anonHugeKiB() > 0,
+  RANK_CHECK(!kernelCollapses() || !peersMayReadMemory() || n > cores() || anonHugeKiB() > 0,
              "no send buffer was collapsed into huge pages (slices under the 256 KiB CMA threshold never are: run "
              "with --env=COLL_SLICE_BYTES= as ctest does, not the test runner's 4 KiB)");
 }

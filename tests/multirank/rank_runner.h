@@ -103,6 +103,11 @@ bool awaitProgress(const RankSlot* slots, int n, int ops, std::chrono::milliseco
 
 int64_t nowNs();  // steady_clock, comparable across processes on Linux
 
+// Whether ranks on this host may read each other's memory (process_vm_readv, and so map their
+// collMemAlloc regions): no seccomp filter refuses it, and Yama allows the ranks' own grant
+// (ptrace_scope 0 or 1; transport/shm/cma.h).
+bool peersMayReadMemory();
+
 // The code's name ("PeerLost"): coll::toString(ErrorCode).
 const char* codeName(ErrorCode code);
 

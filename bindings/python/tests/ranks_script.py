@@ -320,6 +320,25 @@ def after_close(comm):
     expect(coll.Error, lambda: comm.allreduce(np.ones(4, np.float32)), "InvalidArgument", "op after close")
 
 
+def library_memory(comm):
+    """coll.alloc arrays as send and receive buffers: large enough (4 MiB a rank) to be read
+    straight out of the sender's memory by ranks on the same host."""
+    n, count = comm.size, (1 << 20) + 3
+    x = coll.alloc(count, np.float32)
+    check(x, np.zeros(count, np.float32), "coll.alloc zeroes")
+    x[:] = data(comm.rank, count, np.float32)
+    out = coll.alloc((n, count), np.float32)
+    comm.allgather(x, out).wait()
+    check(out, np.stack([data(r, count, np.float32) for r in range(n)]), "allgather from coll.alloc")
+    comm.allreduce(x).wait()
+    check(x, sum(data(r, count, np.float32) for r in range(n)), "allreduce in coll.alloc")
+    view = out[1:]  # a view keeps the memory alive after the array it came from is gone
+    del out
+    check(view[0], data(1, count, np.float32), "a view of coll.alloc memory")
+    expect(TypeError, lambda: coll.alloc(4, np.complex64), what="coll.alloc of complex64")
+    expect(ValueError, lambda: coll.alloc((-1,), np.float32), what="coll.alloc of a negative shape")
+
+
 LEAKED = []
 
 
@@ -332,7 +351,7 @@ def main():
         return
     with coll.init() as comm:
         {"collectives": collectives, "errors": errors, "abort": abort, "forked": forked,
-         "after_close": after_close}[mode](comm)
+         "after_close": after_close, "library_memory": library_memory}[mode](comm)
         print(f"rank {comm.rank if not comm.closed else '?'}: {mode} ok", flush=True)
 
 

@@ -34,6 +34,11 @@ def test_collectives(n):
     run_ranks(n, "collectives")
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_library_memory(n):
+    run_ranks(n, "library_memory")
+
+
 def test_collectives_over_sockets():
     run_ranks(3, "collectives", COLL_TRANSPORT="socket")
 

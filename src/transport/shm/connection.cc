@@ -51,6 +51,10 @@ constexpr TimedChoice::Rules kWayRules{1.0, 64, 3, 0, 3};
 // An op is timed where at most 1/kWayOtherShare of its large sends' bytes had to take the slots.
 constexpr size_t kWayOtherShare = 8;
 
+// Sends at least this big from collMemAlloc memory go by a mapped descriptor: one memcpy by
+// the receiver instead of two through the slots, for a round trip through the slots.
+constexpr size_t kMappedThreshold = 64 << 10;
+
 constexpr auto kAcquire = std::memory_order_acquire;
 constexpr auto kRelease = std::memory_order_release;
 
@@ -61,8 +65,10 @@ ShmConnection::ShmConnection(const Endpoints& e, PeerProcess process, std::vecto
       process_(std::move(process)),
       completions_(completions),
       self_pid_(static_cast<int32_t>(::getpid())),
+      peer_regions_(process_.pid(), e.peer),
       way_(kWayRules) {
-  cma_send_ = e_.cma_threshold > 0 && e_.outbound.control->cma_ok.load(kAcquire) != 0;
+  mapped_send_ = e_.outbound.control->cma_ok.load(kAcquire) != 0;
+  cma_send_ = e_.cma_threshold > 0 && mapped_send_;
   head_ = e_.outbound.control->head.load(kAcquire);  // ours: 0 unless reused
   tail_seen_ = e_.outbound.control->tail.load(kAcquire);
   tail_ = e_.inbound.control->tail.load(kAcquire);  // ours
@@ -84,9 +90,15 @@ void ShmConnection::complete(uint64_t cookie, Status status) {
 
 void ShmConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
   if (!failure_.isOk()) return complete(cookie, failure_);
-  const bool cma = sendsByCma(data, bytes);
-  sends_.push_back(SendRequest{static_cast<const uint8_t*>(data), bytes, tag, cookie, cma, bytes});
+  SendRequest s{static_cast<const uint8_t*>(data), bytes, tag, cookie, false, bytes};
+  s.cma = sendsByDescriptor(data, bytes, &s.region);
+  sends_.push_back(s);
   if (sends_.size() == 1) pushSends();
+}
+
+bool ShmConnection::sendsByDescriptor(const void* data, size_t bytes, SharedMemory::Location* region) {
+  if (mapped_send_ && bytes >= kMappedThreshold && SharedMemory::process().find(data, bytes, region)) return true;
+  return sendsByCma(data, bytes);
 }
 
 // Where the threshold is ours, not the user's: only a busy sender (Connection::setBusySender),
@@ -136,7 +148,8 @@ bool ShmConnection::postSendCopying(const void* data, void* copy, size_t bytes, 
   }
   // By CMA too: the copy goes a piece per poll while the peer reads the same bytes
   // (copyBesideCma), and the way is chosen once per send.
-  SendRequest s{static_cast<const uint8_t*>(data), bytes, tag, cookie, sendsByCma(data, bytes), bytes};
+  SendRequest s{static_cast<const uint8_t*>(data), bytes, tag, cookie, false, bytes};
+  s.cma = sendsByDescriptor(data, bytes, &s.region);
   s.copy_to = static_cast<uint8_t*>(copy);
   sends_.push_back(s);
   if (sends_.size() == 1) pushSends();
@@ -155,7 +168,7 @@ bool ShmConnection::postRecvReduce(void* data, const void* operand, size_t bytes
   r.op = op;
   r.stream = streaming_receives_;
   recvs_.push_back(r);
-  if (recvs_.size() == 1) pullRecvs();
+  if (recvs_.size() == 1) pullRecvs(SIZE_MAX, true);
   return true;
 }
 
@@ -177,7 +190,7 @@ bool ShmConnection::postRecvReduceForward(void* data, const void* operand, size_
   r.stream = streaming_receives_;
   r.forward = &sends_.back();  // deque elements stay where they are while others come and go
   recvs_.push_back(r);
-  if (recvs_.size() == 1) pullRecvs();
+  if (recvs_.size() == 1) pullRecvs(SIZE_MAX, true);
   return true;
 }
 
@@ -186,7 +199,7 @@ void ShmConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t co
   RecvRequest r{static_cast<uint8_t*>(data), bytes, tag, cookie};
   r.stream = streaming_receives_;
   recvs_.push_back(r);
-  if (recvs_.size() == 1) pullRecvs();
+  if (recvs_.size() == 1) pullRecvs(SIZE_MAX, true);
 }
 
 // Both directions a slot at a time. Writing until the ring was full before reading left the
@@ -245,6 +258,12 @@ bool ShmConnection::writeSlot(SendRequest& s) {
     h.cma_address = reinterpret_cast<uint64_t>(s.data);
     h.cma_sequence = s.cma_sequence = ++cma_sent_;
     h.cma_pid = self_pid_;
+    if (s.region.fd >= 0) {
+      h.kind = SlotKind::mapped_descriptor;
+      h.offset = s.region.offset;
+      h.length = s.region.id;
+      h.region_fd = s.region.fd;
+    }
     std::memcpy(slot, &h, sizeof h);
     if (!s.copy_to) s.offset = s.bytes;  // offset: how much of the copy to copy_to is made
     cma_waiting_.push_back(s);
@@ -304,7 +323,7 @@ bool ShmConnection::reapCmaSends() {
 
 // --- receiving -----------------------------------------------------------------------------
 
-bool ShmConnection::pullRecvs(size_t max_slots) {
+bool ShmConnection::pullRecvs(size_t max_slots, bool inline_only) {
   bool moved = false;
   for (size_t n = 0; n < max_slots && !recvs_.empty() && failure_.isOk(); ++n) {
     if (tail_ == head_seen_) {
@@ -313,6 +332,7 @@ bool ShmConnection::pullRecvs(size_t max_slots) {
     }
     SlotHeader h;
     std::memcpy(&h, e_.inbound.slot(tail_), sizeof h);
+    if (inline_only && h.kind != SlotKind::inline_data) break;
     Status st = checkSlot(h, recvs_.front());
     if (!st) {
       fail(st);
@@ -327,7 +347,8 @@ bool ShmConnection::pullRecvs(size_t max_slots) {
 
 Status ShmConnection::checkSlot(const SlotHeader& h, const RecvRequest& r) const {
   bool inline_data = h.kind == SlotKind::inline_data;
-  if (h.magic != kSlotMagic || !(inline_data || (h.kind == SlotKind::cma_descriptor && e_.read_peer)))
+  const bool described = h.kind == SlotKind::cma_descriptor || h.kind == SlotKind::mapped_descriptor;
+  if (h.magic != kSlotMagic || !(inline_data || (described && e_.read_peer)))
     return transportError(format("%s wrote a malformed slot", peerName().c_str()), e_.peer);
   if (h.tag != r.tag || h.bytes != r.bytes) {
     return messageMismatch(e_.peer, h.tag, h.bytes, r.tag, r.bytes);
@@ -339,7 +360,7 @@ Status ShmConnection::checkSlot(const SlotHeader& h, const RecvRequest& r) const
 }
 
 bool ShmConnection::readSlot(const SlotHeader& h, RecvRequest& r) {
-  if (h.kind == SlotKind::cma_descriptor) return readCma(h, r);
+  if (h.kind != SlotKind::inline_data) return readDescribed(h, r);
   if (r.operand && h.length % sizeOf(r.type) != 0) {  // every slot but a message's last is full
     fail(transportError(format("%s wrote a slot that splits an element", peerName().c_str()), e_.peer));
     return false;
@@ -409,11 +430,13 @@ bool ShmConnection::combineIntoOutbound(RecvRequest& r, const uint8_t* bytes, si
   return true;
 }
 
-bool ShmConnection::readCma(const SlotHeader& h, RecvRequest& r) {
+bool ShmConnection::readDescribed(const SlotHeader& h, RecvRequest& r) {
   read_cma_ = true;
   size_t copied = 0;
   Status st;
-  if (r.operand) {
+  if (h.kind == SlotKind::mapped_descriptor && !map_failed_) {
+    st = readMapped(h, r, &copied);
+  } else if (r.operand) {
     st = readCmaReducing(h, r, &copied);
   } else {
     size_t chunk = std::min(kCmaChunk, r.bytes - r.offset);
@@ -425,6 +448,25 @@ bool ShmConnection::readCma(const SlotHeader& h, RecvRequest& r) {
   }
   if (r.offset + copied == r.bytes) e_.inbound.control->cma_done.store(h.cma_sequence, kRelease);  // rung by releaseSlot()
   return received(r, copied);
+}
+
+// A kCmaChunk straight out of the peer's memory: copied, or combined with the operand, in one
+// pass. Where the region cannot be mapped but CMA works, this and later descriptors are read
+// by CMA instead (their cma_address is the message's).
+Status ShmConnection::readMapped(const SlotHeader& h, RecvRequest& r, size_t* copied) {
+  const uint8_t* message = nullptr;
+  Status st = peer_regions_.find(h.region_fd, h.length, h.offset, h.bytes, &message);
+  if (!st) {
+    if (st.code() == ErrorCode::PeerLost) return st;
+    map_failed_ = true;
+    COLL_INFO("SHM", "%s; reading its collMemAlloc memory by CMA instead", st.message().c_str());
+    if (r.operand) return readCmaReducing(h, r, copied);
+    return readFrom(h.cma_pid, h.cma_address + r.offset, r.data + r.offset, std::min(kCmaChunk, r.bytes - r.offset),
+                    copied, e_.peer);
+  }
+  *copied = std::min(kCmaChunk, r.bytes - r.offset);
+  land(r, message + r.offset, *copied);
+  return Status::ok();
 }
 
 // One bounce-sized chunk: read it from the sender, then combine it while it is in cache.

@@ -6,7 +6,9 @@
 // completes once its last byte is in a slot. A send of at least the CMA threshold (when the
 // peer could read our memory at init) puts only a descriptor in a slot and completes when the
 // peer reports it read the data (cma_done), so its buffer must stay untouched until then, as
-// for any send. Receives are matched FIFO against the inbound slots; tag and length are
+// for any send. A send of at least kMappedThreshold bytes from the sender's collMemAlloc memory
+// (shared_memory.h), to a peer that could read our memory at init, goes the same way but the
+// peer maps that memory and copies with memcpy (peer_regions.h). Receives are matched FIFO against the inbound slots; tag and length are
 // checked on a message's first slot (Mismatch otherwise).
 //
 // Used by the progress thread only. The first failure sticks: it completes every posted and
@@ -21,7 +23,9 @@
 #include <vector>
 
 #include "transport/shm/layout.h"
+#include "transport/shm/peer_regions.h"
 #include "transport/shm/segment.h"
+#include "transport/shm/shared_memory.h"
 #include "transport/shm/slot_copy_policy.h"
 #include "transport/shm/timed_choice.h"
 #include "transport/transport.h"
@@ -90,6 +94,7 @@ class ShmConnection : public Connection {
     bool streamed = false;       // its slots written around the cache (slot_copy_policy.h)
     bool timed = false;          // ... and its time reported to the policy when written
     std::chrono::steady_clock::time_point first_slot;
+    SharedMemory::Location region;  // fd >= 0: a mapped descriptor (cma is set too)
   };
   // An op as this connection sees it (opBegins to opEnds). A busy sender's whole buffers from
   // huge pages go one way for the whole op: its pieces are posted as the op goes and complete
@@ -119,7 +124,9 @@ class ShmConnection : public Connection {
     SendRequest* forward = nullptr;  // in sends_: the send of the result (postRecvReduceForward)
   };
 
-  bool sendsByCma(const void* data, size_t bytes);  // else through the slots
+  // By a descriptor (mapped where *region is filled, else CMA), else through the slots.
+  bool sendsByDescriptor(const void* data, size_t bytes, SharedMemory::Location* region);
+  bool sendsByCma(const void* data, size_t bytes);
   bool pushSends(size_t max_slots = SIZE_MAX);  // true if it wrote a slot
   bool outboundFull();
   void publishSlot();  // the slot at head_ is written: hand it to the peer
@@ -127,9 +134,15 @@ class ShmConnection : public Connection {
   void chooseCopy(SendRequest& s);  // at its first slot: how it goes in, and whether it is timed
   bool copyBesideCma();  // true if it copied
   bool reapCmaSends();
-  bool pullRecvs(size_t max_slots = SIZE_MAX);  // true if it read one
+  // True if it read a slot. inline_only (a receive being posted): stops at a descriptor, whose
+  // read (up to kCmaChunk) is left to poll(). A receive's post that read its whole message
+  // there kept the executor from posting the op's sends meanwhile: posting 8 receives of
+  // 4 MiB read 32 MiB before the peer got a descriptor, and the two ranks of an in-place
+  // all-gather from collMemAlloc memory took turns, 5.0 ms for 64 MiB where one 32 MiB slice took 2.7.
+  bool pullRecvs(size_t max_slots = SIZE_MAX, bool inline_only = false);
   bool readSlot(const SlotHeader& h, RecvRequest& r);  // true when the slot is done with
-  bool readCma(const SlotHeader& h, RecvRequest& r);
+  bool readDescribed(const SlotHeader& h, RecvRequest& r);  // a CMA or mapped descriptor
+  Status readMapped(const SlotHeader& h, RecvRequest& r, size_t* copied);
   Status readCmaReducing(const SlotHeader& h, RecvRequest& r, size_t* copied);
   void land(RecvRequest& r, const uint8_t* bytes, size_t n);  // copy or combine at r.offset
   bool combineIntoOutbound(RecvRequest& r, const uint8_t* bytes, size_t n);  // false: land() it
@@ -147,6 +160,9 @@ class ShmConnection : public Connection {
   std::vector<Completion>* completions_;
   int32_t self_pid_;       // goes into CMA descriptors
   bool cma_send_ = false;  // the peer may read our memory
+  bool mapped_send_ = false;  // ... and so map our collMemAlloc memory
+  bool map_failed_ = false;   // we could not map the peer's: its mapped descriptors are read by CMA
+  PeerRegions peer_regions_;  // the peer's collMemAlloc memory we mapped
   std::deque<SendRequest> sends_;        // front is being written into slots
   std::deque<SendRequest> cma_waiting_;  // descriptors out, the peer has not read them yet
   std::deque<RecvRequest> recvs_;        // front is being filled

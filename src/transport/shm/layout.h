@@ -22,7 +22,7 @@
 namespace coll::transport::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
-inline constexpr uint32_t kLayoutVersion = 3;
+inline constexpr uint32_t kLayoutVersion = 4;
 inline constexpr uint32_t kSlotMagic = 0x544f4c53;                // "SLOT"
 inline constexpr size_t kHeaderBytes = 4096;
 inline constexpr size_t kControlBytes = 512;
@@ -97,22 +97,26 @@ struct ChannelControl {
 };
 static_assert(sizeof(ChannelControl) <= kControlBytes);
 
-enum class SlotKind : uint32_t { inline_data = 1, cma_descriptor = 2 };
+enum class SlotKind : uint32_t { inline_data = 1, cma_descriptor = 2, mapped_descriptor = 3 };
 
 // At the start of every slot. For inline data: `length` payload bytes follow the header and
 // land at `offset` of the message; a message's first slot has offset 0. For a descriptor: the
-// whole message (`bytes`) is at `cma_address` in process `cma_pid`.
+// whole message (`bytes`) is at `cma_address` in process `cma_pid`. A mapped descriptor is one
+// whose message lies in the sender's collMemAlloc memory (shared_memory.h): it also names the
+// region, `region_id` open as `region_fd` in the sender, and the message's `region_offset` in
+// it; the receiver maps the region and copies (peer_regions.h), or reads by CMA where it
+// cannot. Both descriptors are acknowledged through cma_done.
 struct SlotHeader {
   uint32_t magic;
   SlotKind kind;
   uint64_t tag;
   uint64_t bytes;  // of the whole message
-  uint64_t offset;
-  uint64_t length;
+  uint64_t offset;  // mapped descriptor: region_offset
+  uint64_t length;  // mapped descriptor: region_id
   uint64_t cma_address;
   uint64_t cma_sequence;  // 1, 2, ... per channel: the receiver stores it in cma_done when read
   int32_t cma_pid;
-  uint32_t reserved;
+  int32_t region_fd;  // mapped descriptor only
 };
 inline constexpr size_t kSlotHeaderBytes = 64;
 static_assert(sizeof(SlotHeader) <= kSlotHeaderBytes);
