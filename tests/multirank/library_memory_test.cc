@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "multirank/rank_runner.h"
@@ -104,6 +106,35 @@ TEST_P(LibraryMemory, CollectivesAndPointToPointReadRegionsOfFreshAllocations) {
     RANK_CHECK(!peersMayReadMemory() || memfdMappings() > 0, "no peer's collMemAlloc region was mapped: large messages "
                "from them did not take the mapped way");
   }));
+}
+
+// Every rank names itself the root: each one's descriptor, for a message inside its region,
+// waits unread in its peers' rings. Its tag carries the root, so they must see the
+// disagreement there and fail with Mismatch, well before the ops' deadline.
+TEST_P(LibraryMemory, AMismatchedCallFromARegionIsCaughtByItsTag) {
+  constexpr auto kTimeout = std::chrono::seconds(30);
+  constexpr double kCaughtWithinSeconds = 10.0;
+  RunOptions options;
+  options.comm_timeout = kTimeout;
+  const int64_t start_ns = nowNs();
+  auto outcomes = runRanks(GetParam(), [](Communicator& comm, Rank&) {
+    Region buf(kPerRank);
+    try {
+      comm.broadcast(buf.data(), buf.data(), kPerRank, DataType::f32, comm.rank()).wait();
+      RANK_CHECK(false, "a broadcast whose every rank is its root succeeded");
+    } catch (const Error& e) {
+      recordError(e);
+      RANK_CHECK(e.code() != ErrorCode::Timeout, "caught by the deadline, not by the tag: %s", e.what());
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the others may ask us why
+    }
+  }, options);
+  expectAllSucceeded(outcomes);
+  int mismatches = 0;
+  for (const RankOutcome& o : outcomes) {
+    mismatches += o.error_code == static_cast<int>(ErrorCode::Mismatch);
+    EXPECT_LT((o.error_time_ns - start_ns) / 1e9, kCaughtWithinSeconds) << o.describe();
+  }
+  EXPECT_GE(mismatches, 1) << "no rank reported Mismatch itself";
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSize, LibraryMemory, ::testing::Values(2, 3),

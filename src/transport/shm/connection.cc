@@ -511,7 +511,8 @@ Status ShmConnection::peerStatus(bool check_process) const {
 bool ShmConnection::unreadMessage(uint64_t* tag, uint64_t* bytes) {
   if (!recvs_.empty() || e_.inbound.control->head.load(kAcquire) <= tail_) return false;
   const auto* h = reinterpret_cast<const SlotHeader*>(e_.inbound.slot(tail_));
-  if (h->magic != kSlotMagic || h->offset != 0) return false;
+  // A message's first slot; a mapped descriptor's offset is its place in the sender's region.
+  if (h->magic != kSlotMagic || (h->kind == SlotKind::inline_data && h->offset != 0)) return false;
   *tag = h->tag;
   *bytes = h->bytes;
   return true;
