@@ -157,6 +157,21 @@ collResult_t collGetUniqueId(collUniqueId* id) {
   });
 }
 
+collResult_t collMemAlloc(void** ptr, size_t size) {
+  if (!ptr) return invalid("collMemAlloc: null pointer for the result");
+  return guarded([&] {
+    *ptr = coll::memAlloc(size);
+    return collSuccess;
+  });
+}
+
+collResult_t collMemFree(void* ptr) {
+  return guarded([&] {
+    coll::memFree(ptr);
+    return collSuccess;
+  });
+}
+
 // Parenthesised names: coll.h's macros of the same names (the versioned calls) stay out.
 collResult_t (collCommInitRank)(collComm_t* comm, int nranks, collUniqueId id, int rank) {
   if (!comm) return invalid("collCommInitRank: null comm pointer");

@@ -433,12 +433,14 @@ bool ShmConnection::combineIntoOutbound(RecvRequest& r, const uint8_t* bytes, si
 bool ShmConnection::readDescribed(const SlotHeader& h, RecvRequest& r) {
   read_cma_ = true;
   size_t copied = 0;
-  Status st;
-  if (h.kind == SlotKind::mapped_descriptor && !map_failed_) {
-    st = readMapped(h, r, &copied);
-  } else if (r.operand) {
+  const uint8_t* message = nullptr;
+  Status st = h.kind == SlotKind::mapped_descriptor ? mappedMessage(h, &message) : Status::ok();
+  if (st && message) {
+    copied = std::min(kCmaChunk, r.bytes - r.offset);  // copied, or combined, in one pass
+    land(r, message + r.offset, copied);
+  } else if (st && r.operand) {
     st = readCmaReducing(h, r, &copied);
-  } else {
+  } else if (st) {
     size_t chunk = std::min(kCmaChunk, r.bytes - r.offset);
     st = readFrom(h.cma_pid, h.cma_address + r.offset, r.data + r.offset, chunk, &copied, e_.peer);
   }
@@ -450,22 +452,16 @@ bool ShmConnection::readDescribed(const SlotHeader& h, RecvRequest& r) {
   return received(r, copied);
 }
 
-// A kCmaChunk straight out of the peer's memory: copied, or combined with the operand, in one
-// pass. Where the region cannot be mapped but CMA works, this and later descriptors are read
-// by CMA instead (their cma_address is the message's).
-Status ShmConnection::readMapped(const SlotHeader& h, RecvRequest& r, size_t* copied) {
-  const uint8_t* message = nullptr;
-  Status st = peer_regions_.find(h.region_fd, h.length, h.offset, h.bytes, &message);
-  if (!st) {
-    if (st.code() == ErrorCode::PeerLost) return st;
-    map_failed_ = true;
-    COLL_INFO("SHM", "%s; reading its collMemAlloc memory by CMA instead", st.message().c_str());
-    if (r.operand) return readCmaReducing(h, r, copied);
-    return readFrom(h.cma_pid, h.cma_address + r.offset, r.data + r.offset, std::min(kCmaChunk, r.bytes - r.offset),
-                    copied, e_.peer);
-  }
-  *copied = std::min(kCmaChunk, r.bytes - r.offset);
-  land(r, message + r.offset, *copied);
+// Where the peer's region cannot be mapped (but CMA works: the peer sends descriptors only
+// then), *message stays null and this and later mapped descriptors are read by CMA: their
+// cma_address is the message's.
+Status ShmConnection::mappedMessage(const SlotHeader& h, const uint8_t** message) {
+  if (map_failed_) return Status::ok();
+  Status st = peer_regions_.find(h.region_fd, h.length, h.offset, h.bytes, message);
+  if (st || st.code() == ErrorCode::PeerLost) return st;
+  map_failed_ = true;
+  *message = nullptr;
+  COLL_INFO("SHM", "%s; reading its collMemAlloc memory by CMA instead", st.message().c_str());
   return Status::ok();
 }
 

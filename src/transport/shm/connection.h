@@ -8,8 +8,9 @@
 // peer reports it read the data (cma_done), so its buffer must stay untouched until then, as
 // for any send. A send of at least kMappedThreshold bytes from the sender's collMemAlloc memory
 // (shared_memory.h), to a peer that could read our memory at init, goes the same way but the
-// peer maps that memory and copies with memcpy (peer_regions.h). Receives are matched FIFO against the inbound slots; tag and length are
-// checked on a message's first slot (Mismatch otherwise).
+// peer maps that memory and copies with memcpy (peer_regions.h). Receives are matched FIFO
+// against the inbound slots; tag and length are checked on a message's first slot (Mismatch
+// otherwise).
 //
 // Used by the progress thread only. The first failure sticks: it completes every posted and
 // later request with the same Status and tells the peer (closed flags, doorbell), whose
@@ -138,11 +139,11 @@ class ShmConnection : public Connection {
   // read (up to kCmaChunk) is left to poll(). A receive's post that read its whole message
   // there kept the executor from posting the op's sends meanwhile: posting 8 receives of
   // 4 MiB read 32 MiB before the peer got a descriptor, and the two ranks of an in-place
-  // all-gather from collMemAlloc memory took turns, 5.0 ms for 64 MiB where one 32 MiB slice took 2.7.
+  // all-gather from collMemAlloc memory took turns: 5.0 ms for 64 MiB, 2.7 in one slice.
   bool pullRecvs(size_t max_slots = SIZE_MAX, bool inline_only = false);
   bool readSlot(const SlotHeader& h, RecvRequest& r);  // true when the slot is done with
   bool readDescribed(const SlotHeader& h, RecvRequest& r);  // a CMA or mapped descriptor
-  Status readMapped(const SlotHeader& h, RecvRequest& r, size_t* copied);
+  Status mappedMessage(const SlotHeader& h, const uint8_t** message);  // null: read it by CMA
   Status readCmaReducing(const SlotHeader& h, RecvRequest& r, size_t* copied);
   void land(RecvRequest& r, const uint8_t* bytes, size_t n);  // copy or combine at r.offset
   bool combineIntoOutbound(RecvRequest& r, const uint8_t* bytes, size_t n);  // false: land() it

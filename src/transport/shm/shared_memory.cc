@@ -31,11 +31,7 @@ Status SharedMemory::allocate(size_t bytes, void** out) {
   *out = nullptr;
   if (bytes > (SIZE_MAX >> 1)) return invalidArgument(format("collMemAlloc: %zu bytes is more than any memory", bytes));
   const size_t rounded = (std::max<size_t>(bytes, 1) + kPageBytes - 1) / kPageBytes * kPageBytes;
-  uint64_t id;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    id = next_id_++;
-  }
+  const uint64_t id = next_id_.fetch_add(1);
   int fd = ::memfd_create(memfdName(id).c_str(), MFD_CLOEXEC);
   if (fd < 0) return transportError(systemError("memfd_create", bytes));
   if (::ftruncate(fd, static_cast<off_t>(rounded)) != 0) {

@@ -13,6 +13,7 @@
 // Unlike malloc's memory, a forked child shares these pages with its parent.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -53,9 +54,9 @@ class SharedMemory {
     size_t bytes;
   };
 
+  std::atomic<uint64_t> next_id_{1};
   std::mutex mutex_;
   std::map<uintptr_t, Region> regions_;  // by start address
-  uint64_t next_id_ = 1;
 };
 
 }  // namespace coll::transport::shm
