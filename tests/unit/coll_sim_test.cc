@@ -132,6 +132,20 @@ TEST(CollSim, BackToBackRunsAreTimedPerOp) {
   EXPECT_NEAR(four.seconds, one.seconds, one.seconds * 0.05);  // link-bound: each op as long as one alone
 }
 
+// Fabric::per_op_s is each rank's software time between one op and the next: back-to-back
+// broadcasts of 8 B, bound by that and not by the link, take it longer per op on every rank.
+TEST(CollSim, EachOpCostsEveryRankItsSoftwareTime) {
+  Fabric slow;
+  slow.per_op_s = 50e-6;
+  SimRequest q = request(algo::Collective::broadcast, "direct", 8);
+  q.in_place = true;
+  q.iters = 20;
+  q.warmup = 2;
+  const SimResult base = run(cluster(2, 1), q), with = run(cluster(2, 1, "1gbit", slow), q);
+  EXPECT_NEAR(with.seconds - base.seconds, slow.per_op_s, slow.per_op_s * 0.02);
+  EXPECT_NEAR(with.slowest_rank_s - base.slowest_rank_s, slow.per_op_s, slow.per_op_s * 0.02);
+}
+
 // One host, a chain broadcast of 64 MiB in back-to-back runs: the root's sends are done only as
 // its reader drains the shared-memory ring, and the reader takes each run's bytes at intra β,
 // so the root's time per op is the reader's. With no ring (0: a sender never waits) the root
@@ -281,6 +295,7 @@ TEST(CollSimInput, TopologyFilesAreCheckedFieldByField) {
       {head + links + reduce + R"(, "fabric": {"oversubscription": 0})" + "}", "fabric.oversubscription must be >= 1"},
       {head + links + reduce + R"(, "fabric": {"nics_per_host": 0})" + "}", "fabric.nics_per_host must be >= 1"},
       {head + links + reduce + R"(, "fabric": {"shm_ring_bytes": -1})" + "}", "fabric.shm_ring_bytes must be >= 0"},
+      {head + links + reduce + R"(, "fabric": {"per_op_us": -2})" + "}", "fabric.per_op_us must be >= 0"},
       {head + links + reduce + R"(, "fabric": [1])" + "}", "\"fabric\" must be an object"},
       {head + links, "offset"},
   };

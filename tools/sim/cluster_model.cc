@@ -20,6 +20,7 @@ Status checkFabric(const Fabric& f, int hosts) {
   if (!(f.host_memory_Bps >= 0) || !std::isfinite(f.host_memory_Bps))
     return invalidArgument("fabric.host_memory_GBps must be >= 0 (0: no shared limit)");
   if (!std::isfinite(f.per_message_s)) return invalidArgument("fabric.per_message_us must be a number");
+  if (!(f.per_op_s >= 0) || !std::isfinite(f.per_op_s)) return invalidArgument("fabric.per_op_us must be >= 0");
   if (!(f.burst_bytes >= 0) || !std::isfinite(f.burst_bytes)) return invalidArgument("fabric.burst_bytes must be >= 0");
   if (!(f.send_buffer_bytes >= 0) || !std::isfinite(f.send_buffer_bytes))
     return invalidArgument("fabric.send_buffer_bytes must be >= 0");
@@ -141,6 +142,7 @@ Status clusterFromFile(const std::string& path, const ClusterFlags& cluster_flag
   m.fabric.per_message_s = fab.has("per_message_us") ? fab["per_message_us"].number(NAN) / 1e6 : -1;
   if (fab.has("per_message_us") && !(m.fabric.per_message_s >= 0))
     return invalidArgument(path + ": fabric.per_message_us must be >= 0");
+  m.fabric.per_op_s = fab.has("per_op_us") ? fab["per_op_us"].number(NAN) / 1e6 : 0;
   m.fabric.burst_bytes = fab.has("burst_bytes") ? fab["burst_bytes"].number(NAN) : 0;
   if (fab.has("send_buffer_bytes")) m.fabric.send_buffer_bytes = fab["send_buffer_bytes"].number(NAN);
   if (fab.has("shm_ring_bytes")) m.fabric.shm_ring_bytes = fab["shm_ring_bytes"].number(NAN);
@@ -150,6 +152,7 @@ Status clusterFromFile(const std::string& path, const ClusterFlags& cluster_flag
   if (flag("oversubscription")) m.fabric.oversubscription = flags.oversubscription;
   if (flag("host_memory_GBps")) m.fabric.host_memory_Bps = flags.host_memory_Bps;
   if (flag("per_message_us")) m.fabric.per_message_s = flags.per_message_s;
+  if (flag("per_op_us")) m.fabric.per_op_s = flags.per_op_s;
   if (flag("burst_bytes")) m.fabric.burst_bytes = flags.burst_bytes;
   if (flag("send_buffer_bytes")) m.fabric.send_buffer_bytes = flags.send_buffer_bytes;
   if (flag("shm_ring_bytes")) m.fabric.shm_ring_bytes = flags.shm_ring_bytes;

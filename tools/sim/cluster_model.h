@@ -27,6 +27,9 @@ struct Fabric {
   // Software time per message: the sender's inside a host, each end's across hosts (a socket's
   // write, and its read). < 0: the link class's α / 4 (intra: the cost model's per-message figure).
   double per_message_s = -1;
+  // Software time per op on each rank, on its progress thread between one op and the next:
+  // handing the op to the progress thread, waking the caller when it is done. 0: none.
+  double per_op_s = 0;
   double burst_bytes = 0;        // NICs shaped by a token bucket of this many bytes (netcluster's tbf); 0: none
   // A send across hosts is done once the rest of it fits in the send buffers of its peer's
   // sockets: COLL_SOCKET_NSTREAMS (2) sockets, each asking for 4 MiB (COLL_SOCKET_BUFFER), of
@@ -80,7 +83,7 @@ struct ClusterFlags {
 Status clusterFromFlags(const ClusterFlags& flags, ClusterModel* out);
 // A coll-topology-1 file (coll-topo --json, COLL_TOPO_DUMP_FILE), with an optional "fabric"
 // object: {"nics_per_host", "hosts_per_leaf", "oversubscription", "host_memory_GBps",
-// "per_message_us", "burst_bytes", "send_buffer_bytes", "shm_ring_bytes"}; `given` holds fabric fields set on the
+// "per_message_us", "per_op_us", "burst_bytes", "send_buffer_bytes", "shm_ring_bytes"}; `given` holds fabric fields set on the
 // command line ("link" for --link: the inter-host β), which win over the file's. InvalidArgument
 // naming the field and the reason.
 Status clusterFromFile(const std::string& path, const ClusterFlags& flags, const std::vector<std::string>& given,

@@ -306,10 +306,17 @@ class Runner {
       join_[r] += s_.run_length[r] + 1;
       left_[r] = s_.run_length[r];
     } else if (--left_[r] == 0) {
-      complete(join_[r], t);
+      endRun(r, t);
     }
     for (uint32_t i = s_.rec[g].succ_first; i < s_.rec[g + 1].succ_first; ++i)
       if (--s_.rec[s_.succ[i]].pending == 0) ready(s_.succ[i], t);
+  }
+
+  // A rank's last step of a run is done at t: its join, once the op's own software time
+  // (Fabric::per_op_s) has run on the rank's thread, ends the op and lets the next one start.
+  void endRun(size_t r, double t) {
+    if (m_.fabric.per_op_s <= 0) return complete(join_[r], t);
+    push(join_[r], net_.compute(static_cast<int>(r), t, m_.fabric.per_op_s));
   }
 
   void ready(uint32_t g, double t) {

@@ -54,6 +54,7 @@ std::string simUsage() {
          "              --intra-GBps B (10.1)  --gamma-GBps G (15.1)  --loaded-step-us S (0)\n"
          "  fabric:     --nics N (1)  --hosts-per-leaf K (0: one switch)  --oversubscription X (1)\n"
          "              --host-memory-GBps M (0: no shared limit)  --per-message-us O (α / 4 of the link class)\n"
+         "              --per-op-us P (0: each rank's software time between one op and the next)\n"
          "              --burst BYTES (NICs shaped by a token bucket, as netcluster's tbf: 128K; 0: none)\n"
          "              --send-buffer BYTES (832K: the send buffers of a peer's sockets; a send is done once the rest fits)\n"
          "              --shm-ring BYTES (1M: inside a host, a send is done once the rest fits the ring; 0: at once)\n"
@@ -121,6 +122,8 @@ ParseOutcome parseSimOptions(int argc, char** argv, SimOptions* o, std::string* 
       ok = parseDouble(v, &d) && d >= 0, o->cluster.fabric.host_memory_Bps = d * 1e9, given("host_memory_GBps");
     else if (a == "--per-message-us")
       ok = parseDouble(v, &d) && d >= 0, o->cluster.fabric.per_message_s = d / 1e6, given("per_message_us");
+    else if (a == "--per-op-us")
+      ok = parseDouble(v, &d) && d >= 0, o->cluster.fabric.per_op_s = d / 1e6, given("per_op_us");
     else if (a == "--burst") {
       size_t b = 0;
       ok = bench::parseSize(v, &b), o->cluster.fabric.burst_bytes = static_cast<double>(b), given("burst_bytes");
