@@ -28,29 +28,43 @@ pids=()
 trap '[[ ${#pids[@]} -gt 0 ]] && kill "${pids[@]}" 2>/dev/null; timeout 60 "$nc" down --prefix $prefix >/dev/null 2>&1; rm -rf "$out"' EXIT
 timeout 60 "$nc" up "$hosts" --prefix $prefix --subnet $subnet >/dev/null || { echo "FAIL: netcluster up"; exit 1; }
 
-start=$(date +%s)
-for ((k = 0; k < hosts; k++)); do
-  timeout -k 5 240 "$nc" exec $prefix$k -- env PYTHONPATH="$bindir/../python" OMP_NUM_THREADS=1 /usr/bin/torchrun \
-    --nnodes "$hosts" --nproc_per_node "$per" --rdzv_backend c10d --rdzv_endpoint "${prefix}0:$port" \
-    --rdzv_id elastic$port --max_restarts 1 --monitor_interval 1 --redirects 1 --tee 1 \
-    "$script" "$out" $steps $kill_step $((n - 1)) >"$out/host$k.log" 2>&1 &
-  pids+=($!)
-done
-rcs=()
-for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
-pids=()  # all waited for: none left for the trap
-took=$(($(date +%s) - start))
-show() { for ((k = 0; k < hosts; k++)); do echo "--- host $k (torchrun exit ${rcs[k]})"; grep -v '^\s*$' "$out/host$k.log" | tail -40; done; }
+# torch 1.13's agent picks each round's MASTER_PORT by binding port 0 on localhost and closing it;
+# rank 0's TCPStore then binds that port on every address, which fails (errno 98) when a socket
+# on the host's own address holds it meanwhile (torch's race, not coll's). Such a launch is run
+# once more, on fresh ports and a fresh folder; any other failure is reported at once.
+launch() { # try -> rcs, took, run (the try's folder)
+  run=$out/try$1
+  mkdir -p "$run"
+  local k p rdzv=$((port + 2 * $1)) start
+  start=$(date +%s)
+  for ((k = 0; k < hosts; k++)); do
+    timeout -k 5 240 "$nc" exec $prefix$k -- env PYTHONPATH="$bindir/../python" OMP_NUM_THREADS=1 /usr/bin/torchrun \
+      --nnodes "$hosts" --nproc_per_node "$per" --rdzv_backend c10d --rdzv_endpoint "${prefix}0:$rdzv" \
+      --rdzv_id elastic$rdzv --max_restarts 1 --monitor_interval 1 --redirects 1 --tee 1 \
+      "$script" "$run" $steps $kill_step $((n - 1)) >"$run/host$k.log" 2>&1 &
+    pids+=($!)
+  done
+  rcs=()
+  for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
+  pids=()  # all waited for: none left for the trap
+  took=$(($(date +%s) - start))
+}
+launch 0
+if ! [[ ${rcs[*]} =~ ^(0 )*0$ ]] && grep -q "server socket has failed to bind.*errno: 98" "$run"/host*.log; then
+  echo "torch's agent handed rank 0 a MASTER_PORT already in use (errno 98); launching once more"
+  launch 1
+fi
+show() { for ((k = 0; k < hosts; k++)); do echo "--- host $k (torchrun exit ${rcs[k]})"; grep -v '^\s*$' "$run/host$k.log" | tail -40; done; }
 [[ -n ${ELASTIC_SHOW:-} ]] && show
 if ! [[ ${rcs[*]} =~ ^(0 )*0$ ]]; then
   show
   echo "FAIL: torchrun exit statuses ${rcs[*]} ($took s)"
   exit 1
 fi
-if ! PYTHONPATH="$bindir/../python" /usr/bin/python3 "$script" --check "$out" $n $steps $kill_step; then
+if ! PYTHONPATH="$bindir/../python" /usr/bin/python3 "$script" --check "$run" $n $steps $kill_step; then
   show
   echo "FAIL: the restarted group's parameters ($took s)"
   exit 1
 fi
-grep -ho "elastic rank [0-9]* done: .*" "$out"/host*.log | sed 's/^\[default[0-9]*\]://' | sort
+grep -ho "elastic rank [0-9]* done: .*" "$run"/host*.log | sed 's/^\[default[0-9]*\]://' | sort
 echo "PASS: $hosts hosts x $per ranks, rank $((n - 1)) killed before step $kill_step, the group restarted and trained on ($took s)"
