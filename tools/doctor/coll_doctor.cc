@@ -193,9 +193,12 @@ int run(const Options& o) {
                 std::chrono::duration<double>(Clock::now() - start).count());
     std::fflush(stdout);
     (void)store->set(verdict_key, v.failed ? "fail" : "ok", Clock::now() + o.wait);
-    int64_t read = 0;  // the store's host stays until every rank has read the verdict
+    // Rank 0's process may serve the store (as `server`, or under PMI-1 and PMIx as the hosted
+    // store rank 0 started while finding the launch): it stays until every rank has read the
+    // verdict, or its wait is over. Where collrun serves it the wait costs no more than the reads.
+    int64_t read = 0;
     const auto until = Clock::now() + o.wait;
-    while (server && Clock::now() < until && store->add(std::string(kPrefix) + "read", 0, &read, until) && read < n - 1)
+    while (Clock::now() < until && store->add(std::string(kPrefix) + "read", 0, &read, until) && read < n - 1)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return v.failed ? 1 : 0;
   }
