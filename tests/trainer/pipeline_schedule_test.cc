@@ -47,7 +47,9 @@ TEST(PipelineSchedule, StagesCoverTheLayersAndBalanceTheirCost) {
   EXPECT_EQ(ranges.back().second, costs.size());
   double largest = 0;
   for (size_t k = 0; k < ranges.size(); ++k) {
-    if (k > 0) EXPECT_EQ(ranges[k].first, ranges[k - 1].second);
+    if (k > 0) {
+      EXPECT_EQ(ranges[k].first, ranges[k - 1].second);
+    }
     EXPECT_LT(ranges[k].first, ranges[k].second);
     largest = std::max(largest, std::accumulate(costs.begin() + ranges[k].first, costs.begin() + ranges[k].second, 0.0));
   }
