@@ -110,6 +110,9 @@ Config Config::fromEnvironment() {
   readBytes("COLL_SLICE_BYTES", 4096, 1ull << 30, &c.slice_bytes);
   c.slice_bytes_auto = env("COLL_SLICE_BYTES") == nullptr;
   readBytes("COLL_SOCKET_WAKE_BYTES", 0, 1ull << 30, &c.socket_wake_bytes);
+  int relay = 1;
+  readInt("COLL_SOCKET_RELAY", 0, 1, &relay);
+  c.socket_relay = relay == 1;
   readInt("COLL_PIPELINE_DEPTH", 1, 1024, &c.pipeline_depth);
   readString("COLL_JOB_SECRET", &c.job_secret);
   readString("COLL_ALGO", &c.algo);

@@ -21,6 +21,11 @@ struct Config {
   // (SO_RCVLOWAT) instead of waking for every segment; 0 wakes for every segment.
   // transport/socket/connection.cc has the measurement.
   size_t socket_wake_bytes = 2 << 20;          // COLL_SOCKET_WAKE_BYTES
+  // A slice a rank receives by socket and passes on by socket (a chain broadcast's middle, a
+  // ring all-gather) goes from socket to socket in the kernel (splice, tee), copied once into
+  // the buffer instead of in and out again. transport/socket/connection_relay.h has the
+  // measurement.
+  bool socket_relay = true;                    // COLL_SOCKET_RELAY=0 turns it off
   size_t slice_bytes = 512 << 10;              // COLL_SLICE_BYTES: pipelining unit of algorithms
   // COLL_SLICE_BYTES unset: ops between hosts take larger slices as they grow
   // (algorithms/slice_size.h); set, every op uses it as it is.

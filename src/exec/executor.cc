@@ -39,6 +39,19 @@ bool forwardsItsReceive(const algo::Schedule& schedule, uint32_t i) {
          std::find(send.deps.begin(), send.deps.end(), static_cast<uint32_t>(send.forwards)) != send.deps.end();
 }
 
+// Whether send i passes on, unchanged, what one receive wrote (Connection::postRecvRelay): it
+// waits for that receive alone, over the same bytes of the output. Returns the receive, or -1.
+int32_t relaysReceive(const algo::Schedule& schedule, uint32_t i) {
+  const Step& send = schedule.steps[i];
+  if (send.kind != StepKind::send || send.source != algo::BufferId::output || send.copy_to_output ||
+      send.deps.size() != 1)
+    return -1;
+  const Step& from = schedule.steps[send.deps[0]];
+  bool same = from.kind == StepKind::recv && from.offset == send.offset && from.bytes == send.bytes &&
+              from.op_index == send.op_index;
+  return same ? static_cast<int32_t>(send.deps[0]) : -1;
+}
+
 class Executor {
  public:
   Executor(const algo::Schedule& s, const ExecPlan& plan, ExecContext& ctx, ExecState& state)
@@ -226,7 +239,12 @@ class Executor {
     uint64_t tag = ctx_.ops[step.op_index].tag;
     switch (step.kind) {
       case StepKind::send: postSend(i, conn, tag); break;
-      case StepKind::recv: conn->postRecv(address(algo::BufferId::output, step, step.offset), step.bytes, tag, i); break;
+      case StepKind::recv: {
+        bool relayed = false;
+        COLL_RETURN_IF_ERROR(postWithRelay(i, conn, &relayed));
+        if (!relayed) conn->postRecv(address(algo::BufferId::output, step, step.offset), step.bytes, tag, i);
+        break;
+      }
       case StepKind::recvReduce:
         COLL_RETURN_IF_ERROR(postWithForward(i, conn, &st_.fused[i]));
         if (st_.fused[i]) break;
@@ -268,24 +286,49 @@ class Executor {
     else std::memcpy(dst, src, bytes);
   }
 
-  // A recvReduce whose result goes back to the same peer (Step::forwards) is posted together
-  // with that send where the send is next in its lane once the sends before it are posted,
-  // and waits for nothing but this receive.
-  Status postWithForward(uint32_t i, transport::Connection* conn, uint8_t* posted) {
-    const Step& step = s_.steps[i];
-    const int32_t f = plan_.forward_send[i];
-    *posted = 0;
-    if (f < 0 || step.reduce_after >= 0 || st_.waiting[f] != 1) return Status::ok();
+  // Send f, which waits for one receive alone, may be posted together with that receive where
+  // it is next in its lane once the sends before it are posted. Posts those; *lane_next: where
+  // f is then next, its lane's position (the caller advances it if it posted f), else null.
+  Status bringForward(int32_t f, size_t** lane_next) {
+    *lane_next = nullptr;
+    if (f < 0 || st_.waiting[f] != 1) return Status::ok();
     const uint32_t lane = plan_.step_lane[f];
     bool progressed = false;
     COLL_RETURN_IF_ERROR(postHeads(lane, &progressed));
     size_t& next = st_.lane_next[lane];
-    if (next >= plan_.lanes[lane].steps.size() || plan_.lanes[lane].steps[next] != static_cast<uint32_t>(f))
-      return Status::ok();
+    if (next < plan_.lanes[lane].steps.size() && plan_.lanes[lane].steps[next] == static_cast<uint32_t>(f))
+      *lane_next = &next;
+    return Status::ok();
+  }
+
+  // A recvReduce whose result goes back to the same peer (Step::forwards), with that send.
+  Status postWithForward(uint32_t i, transport::Connection* conn, uint8_t* posted) {
+    const Step& step = s_.steps[i];
+    const int32_t f = plan_.forward_send[i];
+    size_t* next = nullptr;
+    *posted = 0;
+    if (step.reduce_after >= 0) return Status::ok();
+    COLL_RETURN_IF_ERROR(bringForward(f, &next));
+    if (next == nullptr) return Status::ok();
     *posted = conn->postRecvReduceForward(address(algo::BufferId::output, step, step.offset),
                                           address(step.source, step, step.offset), step.bytes,
                                           ctx_.ops[step.op_index].tag, i, static_cast<uint64_t>(f), ctx_.type, ctx_.op);
-    if (*posted) ++next;
+    if (*posted) ++*next;
+    return Status::ok();
+  }
+
+  // A recv whose bytes a send passes on as they are (ExecPlan::relay_send), with that send.
+  Status postWithRelay(uint32_t i, transport::Connection* conn, bool* posted) {
+    const Step& step = s_.steps[i];
+    const int32_t f = plan_.relay_send[i];
+    size_t* next = nullptr;
+    *posted = false;
+    COLL_RETURN_IF_ERROR(bringForward(f, &next));
+    if (next == nullptr) return Status::ok();
+    *posted = conn->postRecvRelay(address(algo::BufferId::output, step, step.offset), step.bytes,
+                                  ctx_.ops[step.op_index].tag, i, *st_.lane_conn[plan_.step_lane[f]],
+                                  static_cast<uint64_t>(f));
+    if (*posted) ++*next;
     return Status::ok();
   }
 
@@ -367,6 +410,7 @@ ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
   plan.dep_count.resize(n);
   plan.reduce_waiter.assign(n, -1);
   plan.forward_send.assign(n, -1);
+  plan.relay_send.assign(n, -1);
   plan.step_lane.assign(n, 0);
   plan.dependent_begin.assign(n + 1, 0);
   for (const Step& step : schedule.steps)
@@ -396,6 +440,8 @@ ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
     plan.lanes[lane].steps.push_back(i);
     plan.step_lane[i] = static_cast<uint32_t>(lane);
     if (forwardsItsReceive(schedule, i)) plan.forward_send[step.forwards] = static_cast<int32_t>(i);
+    const int32_t relayed = relaysReceive(schedule, i);
+    if (relayed >= 0 && plan.relay_send[relayed] < 0) plan.relay_send[relayed] = static_cast<int32_t>(i);
   }
   plan.copies_both_ways = algo::copiesBothWays(schedule);
   return plan;

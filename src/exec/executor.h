@@ -53,6 +53,7 @@ struct ExecPlan {
   std::vector<uint32_t> dependents;
   std::vector<int32_t> reduce_waiter;     // per step: the recvReduce whose combining waits for it, or -1
   std::vector<int32_t> forward_send;      // per step: for a recvReduce, the send of its result (Step::forwards), or -1
+  std::vector<int32_t> relay_send;        // per step: for a recv, the send that passes its bytes on as they are, or -1
   std::vector<uint32_t> step_lane;        // per step: its lane
   std::vector<Lane> lanes;  // by (peer, direction), as posted
   std::vector<uint32_t> connect_order;  // lanes with a peer, in the order the steps first meet them

@@ -65,6 +65,19 @@ class Connection {
     return false;
   }
 
+  // postRecv, then a send of the same message (same tag, data[0, bytes)) to `next`, queued
+  // there behind the sends posted before it (send_cookie completes it): a chain's middle
+  // passing a slice on. The transport may pass the bytes on as they arrive instead of reading
+  // them back from data once the receive finished (the socket transport hands the received
+  // pages to the next socket: one copy instead of two). If the receive fails, the send fails
+  // too, and so does everything on `next` from then on (the message may be half sent). Returns
+  // false, having posted nothing, where this connection cannot; the caller then posts the two
+  // separately.
+  virtual bool postRecvRelay(void* /*data*/, size_t /*bytes*/, uint64_t /*tag*/, uint64_t /*recv_cookie*/,
+                             Connection& /*next*/, uint64_t /*send_cookie*/) {
+    return false;
+  }
+
   // postSend, and `copy` (this process's memory, not overlapping data) receives the same
   // bytes: a transport that copies the message anyway writes that copy from its own, while
   // the bytes are in cache, so data is read once. Returns false, having posted nothing, where

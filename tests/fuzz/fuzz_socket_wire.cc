@@ -47,7 +47,8 @@ void attackStream(const uint8_t* data, size_t size) {
   std::vector<transport::Completion> completions;
   std::vector<UniqueFd> fds;
   fds.push_back(std::move(pair.ours));
-  transport::socket::SocketConnection conn(io, kPeer, "fuzz-peer", std::move(fds), &completions, size_t{1} << 20);
+  transport::socket::SocketConnection conn(io, kPeer, "fuzz-peer", std::move(fds), &completions, size_t{1} << 20,
+                                           /*relay=*/true);
   // Guard bytes around each buffer catch a write past the posted length.
   std::vector<uint8_t> buffers[3] = {std::vector<uint8_t>(16 + 8, 0xA5), std::vector<uint8_t>(8, 0xA5),
                                      std::vector<uint8_t>(64 + 8, 0xA5)};

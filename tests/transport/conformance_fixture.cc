@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
 
 #include "transport/connection_conformance.h"
 
@@ -124,6 +125,15 @@ std::map<uint64_t, Status> Endpoint::wait(size_t count) {
 void Endpoint::barrier(const std::string& name) {
   Status st = store->barrier("conformance/test/" + name, self.size, deadline);
   RANK_CHECK(st.isOk(), "barrier %s: %s", name.c_str(), st.message().c_str());
+}
+
+bool awaitPhase(const RankSlot& slot, int phase, std::chrono::milliseconds limit) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (slot.phase.load() < phase) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 void fillPattern(uint8_t* p, size_t bytes, uint64_t seed) {

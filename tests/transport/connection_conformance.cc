@@ -20,16 +20,6 @@ constexpr size_t kSizes[] = {0, 1, 7, 4096, (64 << 10) + 1, 1 << 20, 16 << 20};
 
 double secondsSince(int64_t ns) { return static_cast<double>(nowNs() - ns) / 1e9; }
 
-// Waits (bounded) until `slot`'s phase reaches `phase`.
-bool awaitPhase(const RankSlot& slot, int phase, std::chrono::milliseconds limit = 20'000ms) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (slot.phase.load() < phase) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
-
 void expectOk(const std::map<uint64_t, Status>& done, const char* what) {
   for (const auto& [cookie, st] : done)
     RANK_CHECK(st.isOk(), "%s: request %llu failed: %s", what, static_cast<unsigned long long>(cookie), st.message().c_str());

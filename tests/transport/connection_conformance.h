@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -80,6 +81,9 @@ std::vector<RankOutcome> runCase(const TransportUnderTest& t, const CaseBody& bo
 Status createFor(const TransportUnderTest& t, Endpoint& ep, const Config& config, const std::vector<int>& peers,
                  std::unique_ptr<Transport>* out);
 Config caseConfig(const TransportUnderTest& t, const CaseOptions& options);
+
+// Waits (bounded) until `slot`'s phase reaches `phase`; false at the limit.
+bool awaitPhase(const RankSlot& slot, int phase, std::chrono::milliseconds limit = std::chrono::seconds(20));
 
 // Payloads: byte i of message `seed`.
 void fillPattern(uint8_t* p, size_t bytes, uint64_t seed);

@@ -24,15 +24,6 @@ using namespace std::chrono_literals;
 
 const TransportUnderTest kShm{"shm", transport::shm::createTransport, nullptr, transport::shm::segmentNameFor};
 
-bool awaitPhase(const RankSlot& slot, int phase, std::chrono::milliseconds limit = 20'000ms) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (slot.phase.load() < phase) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
-
 // Ranks 0 and 1 share a host, rank 2 is alone (it creates no segment but joins the set-up).
 TEST(ShmTransport, OnlySomeRanksShareTheHost) {
   CaseOptions o;

@@ -41,6 +41,16 @@ TEST(Config, SlicesGrowOnlyWhenLeftToTheDefault) {
   EXPECT_EQ(Config::fromEnvironment().socket_wake_bytes, 3u << 20);
 }
 
+TEST(Config, SocketRelaysAreOnUnlessTurnedOff) {
+  EXPECT_TRUE(Config::fromEnvironment().socket_relay);
+  ScopedEnv off("COLL_SOCKET_RELAY", "0");
+  EXPECT_FALSE(Config::fromEnvironment().socket_relay);
+  ScopedEnv bad("COLL_SOCKET_RELAY", "yes");
+  Config config = Config::fromEnvironment();
+  EXPECT_TRUE(config.socket_relay);
+  EXPECT_TRUE(mentions(config, "COLL_SOCKET_RELAY=yes: expected an integer from 0 to 1"));
+}
+
 TEST(Config, EveryBadValueIsNamedWithWhatIsAllowed) {
   ScopedEnv a("COLL_SOCKET_NSTREAMS", "0"), b("COLL_SLICE_BYTES", "12"), c("COLL_TIMEOUT", "-1"),
       d("COLL_CHECK", "2"), e("COLL_SHM_SLOT_BYTES", "lots"), f("COLL_PIPELINE_DEPTH", "");

@@ -1,5 +1,6 @@
 #include "transport/socket/connection.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "base/log.h"
 #include "base/wire_tag.h"
+#include "transport/socket/connection_relay.h"
 
 namespace coll::transport::socket {
 
@@ -21,12 +23,14 @@ constexpr size_t kSmallestWakeBytes = 64 << 10;
 
 SocketConnection::SocketConnection(asio::io_context& io, int peer, std::string remote,
                                    std::vector<UniqueFd> fds, std::vector<Completion>* completions,
-                                   size_t wake_bytes)
-    : peer_(peer), remote_(std::move(remote)), completions_(completions), wake_bytes_(wake_bytes) {
+                                   size_t wake_bytes, bool relay)
+    : peer_(peer), remote_(std::move(remote)), completions_(completions), wake_bytes_(wake_bytes), relay_(relay) {
   for (UniqueFd& fd : fds) {
     auto s = std::make_unique<Stream>(io);
     boost::system::error_code ec;
     int native = fd.get();
+    // Non-blocking for the calls made outside Asio (recv, splice), whatever Asio's own state.
+    ::fcntl(native, F_SETFL, ::fcntl(native, F_GETFL) | O_NONBLOCK);
     s->socket.assign(peerAddress(native).find('[') == 0 ? tcp::v6() : tcp::v4(), native, ec);
     if (ec) {
       failure_ = transportError(format("peer %d: cannot adopt socket: %s", peer_, ec.message().c_str()), peer_);
@@ -90,6 +94,7 @@ bool SocketConnection::unreadMessage(uint64_t* tag, uint64_t* bytes) {
 
 void SocketConnection::startSend(Stream& s) {
   if (s.sends.empty() || !failure_.isOk()) return;
+  if (s.sends.front().relay) return startRelaySend(s);
   s.sending = true;
   SendRequest& r = s.sends.front();
   std::array<asio::const_buffer, 2> bufs{asio::buffer(&r.header, sizeof r.header),
@@ -98,11 +103,16 @@ void SocketConnection::startSend(Stream& s) {
     s.sending = false;
     if (!failure_.isOk()) return;  // already failed: fail() completed this request
     if (ec) return fail(ioError(ec, "send"));
-    uint64_t cookie = s.sends.front().cookie;
-    s.sends.pop_front();
-    complete(cookie, Status::ok());
-    startSend(s);
+    finishSend(s);
   });
+}
+
+void SocketConnection::finishSend(Stream& s) {
+  s.sending = false;
+  uint64_t cookie = s.sends.front().cookie;
+  s.sends.pop_front();
+  complete(cookie, Status::ok());
+  startSend(s);
 }
 
 void SocketConnection::startRecv(Stream& s) {
@@ -144,6 +154,7 @@ void SocketConnection::onHeader(Stream& s) {
 // no reason to send, and the kernel wakes the reader anyway when its receive window closes
 // or the peer closes the connection.
 void SocketConnection::readPayload(Stream& s) {
+  if (s.recvs.front().relay) return readRelayPayload(s);
   const RecvRequest& r = s.recvs.front();
   const int fd = s.socket.native_handle();
   while (s.received < r.bytes) {
@@ -159,6 +170,10 @@ void SocketConnection::readPayload(Stream& s) {
                                  : boost::system::error_code(errno, boost::system::system_category()),
                         "receive"));
   }
+  finishRecv(s);
+}
+
+void SocketConnection::finishRecv(Stream& s) {
   setLowWater(s, 1);
   s.receiving = false;
   uint64_t cookie = s.recvs.front().cookie;
@@ -184,9 +199,14 @@ void SocketConnection::setLowWater(Stream& s, size_t bytes) {
   ::setsockopt(s.socket.native_handle(), SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v);
 }
 
+// A relay waiting for its other side (connection_relay.h) waits for no descriptor here: the
+// other side's descriptor wakes the poll, and its handler wakes this one.
 void SocketConnection::addPollFds(std::vector<pollfd>* fds) {
   for (auto& s : streams_) {
-    short events = static_cast<short>((s->receiving ? POLLIN : 0) | (s->sending ? POLLOUT : 0));
+    bool reads = s->receiving && !s->recvs.empty() &&
+                 !(s->recvs.front().relay && s->recvs.front().relay->receiver_waits);
+    bool writes = s->sending && !s->sends.empty() && !(s->sends.front().relay && s->sends.front().relay->sender_waits);
+    short events = static_cast<short>((reads ? POLLIN : 0) | (writes ? POLLOUT : 0));
     if (events && s->socket.is_open()) fds->push_back(pollfd{s->socket.native_handle(), events, 0});
   }
 }
@@ -195,14 +215,23 @@ void SocketConnection::fail(const Status& status) {
   if (!failure_.isOk()) return;
   failure_ = status;
   COLL_INFO("NET", "%s failed: %s", describe().c_str(), status.message().c_str());
+  std::vector<SocketConnection*> relayed_to;  // their messages can no longer be completed
   for (auto& s : streams_) {
-    for (auto& r : s->sends) complete(r.cookie, status);
-    for (auto& r : s->recvs) complete(r.cookie, status);
+    for (auto& r : s->sends) {
+      if (r.relay) r.relay->sendFailed();
+      complete(r.cookie, status);
+    }
+    for (auto& r : s->recvs) {
+      if (r.relay) r.relay->receive_failed = true, relayed_to.push_back(r.relay->to);
+      complete(r.cookie, status);
+    }
     s->sends.clear();
     s->recvs.clear();
     boost::system::error_code ec;
     s->socket.close(ec);  // pending handlers run with operation_aborted and see failure_
   }
+  for (SocketConnection* to : relayed_to)
+    to->fail(Status(status.code(), format("relaying a message of peer %d: %s", peer_, status.message().c_str()), peer_));
 }
 
 }  // namespace coll::transport::socket

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "base/asio.h"
@@ -16,15 +17,19 @@ namespace coll::transport::socket {
 class SocketConnection : public Connection {
  public:
   // Takes ownership of the connected, authenticated sockets (one per stream, in order).
-  // wake_bytes: Config::socket_wake_bytes.
+  // wake_bytes: Config::socket_wake_bytes; relay: Config::socket_relay.
   SocketConnection(asio::io_context& io, int peer, std::string remote, std::vector<UniqueFd> fds,
-                   std::vector<Completion>* completions, size_t wake_bytes);
+                   std::vector<Completion>* completions, size_t wake_bytes, bool relay);
   ~SocketConnection() override;
 
   int peer() const override { return peer_; }
   std::string describe() const override;
   void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
   void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
+  // Large messages to another socket connection of this transport: splice and tee
+  // (connection_relay.cc). Smaller ones, and other transports, return false.
+  bool postRecvRelay(void* data, size_t bytes, uint64_t tag, uint64_t recv_cookie, Connection& next,
+                     uint64_t send_cookie) override;
   // Peeks (MSG_PEEK) at the header of the next message, on the stream it will come by.
   bool unreadMessage(uint64_t* tag, uint64_t* bytes) override;
 
@@ -36,16 +41,19 @@ class SocketConnection : public Connection {
   void addPollFds(std::vector<pollfd>* fds);
 
  private:
+  struct Relay;  // connection_relay.h
   struct SendRequest {
     MessageHeader header;
     const void* data;
     uint64_t cookie;
+    std::shared_ptr<Relay> relay;  // set: the bytes come from this relay's receive
   };
   struct RecvRequest {
     void* data;
     size_t bytes;
     uint64_t tag;
     uint64_t cookie;
+    std::shared_ptr<Relay> relay;  // set: the bytes also go on to the relay's next connection
   };
   struct Stream {
     explicit Stream(asio::io_context& io) : socket(io) {}
@@ -65,6 +73,17 @@ class SocketConnection : public Connection {
   void readPayload(Stream& s);
   void awaitPayload(Stream& s, size_t owed);
   void setLowWater(Stream& s, size_t bytes);
+  void finishRecv(Stream& s);
+  // connection_relay.cc: the receiving side runs on the connection the message comes from,
+  // the sending side on the one it goes to.
+  void readRelayPayload(Stream& s);
+  bool pipeRelayPayload(Stream& s, Relay& r);
+  void startRelaySend(Stream& s);
+  void pumpRelaySend(Stream& s);
+  void finishSend(Stream& s);
+  void failRelays(Stream& s, const Status& status);
+  static void wakeRelaySender(Relay& r);
+  static void wakeRelayReceiver(Relay& r);
   void complete(uint64_t cookie, Status status);
   Status ioError(const boost::system::error_code& ec, const char* what) const;
 
@@ -73,6 +92,7 @@ class SocketConnection : public Connection {
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<Completion>* completions_;
   size_t wake_bytes_;
+  bool relay_;
   uint64_t sends_posted_ = 0;
   uint64_t recvs_posted_ = 0;
   Status failure_;  // the first error sticks

@@ -59,7 +59,7 @@ class SocketTransport : public Transport {
       Status st = dir_.rank > peer ? dial(peer, deadline, &fds, &remote) : acceptFrom(peer, deadline, &fds, &remote);
       if (!st) return st;
       auto conn = std::make_unique<SocketConnection>(io_, peer, remote, std::move(fds), &completions_,
-                                                     config_.socket_wake_bytes);
+                                                     config_.socket_wake_bytes, config_.socket_relay);
       COLL_INFO("NET", "connected to %s", conn->describe().c_str());
       it = connections_.emplace(peer, std::move(conn)).first;
     }
