@@ -8,15 +8,17 @@
 // Measured (2026-11-28, netcluster 4 x 1, a chain of 4 plain processes, 4 GiB in 1 MiB
 // pieces, 3 runs each): unshaped 0.70-0.73 GB/s against 0.54-0.62 passing by read and write,
 // 2.9-3.0 CPU-seconds per GB of the whole machine against 3.3-3.7; at 10 Gbit/s 0.65-0.71
-// against 0.58-0.61.
+// against 0.58-0.61. In coll, 4 x 1 broadcast at 10 Gbit/s: 2.7-3.0 CPU-seconds per GB
+// against 2.8-3.3 with COLL_SOCKET_RELAY=0, and 1.09-1.50 x gloo's busbw against 0.95-1.02
+// before (docs/PERFORMANCE.md, "Relays from socket to socket").
 //
 // The two sides run on different connections (the receiving side on the one the message
 // comes from, the sending side on the one it goes to) but on one thread. The send may start
 // before, during or after the receive: until the receive is under way and the send is next on
-// its stream, bytes are received into the buffer as usual; what arrives from then on (from piped_from) passes through the pipes. So
-// [0, copied) is in the buffer; of what is still to send, [sent, piped_from) goes from the
-// buffer and the rest, up to copied, from `passed`; while piping, [copied, arrived) waits in
-// `taken`.
+// its stream, bytes are received into the buffer as usual; what arrives from then on (from
+// piped_from) passes through the pipes. So [0, copied) is in the buffer; of what is still to
+// send, [sent, piped_from) goes from the buffer and the rest, up to copied, from `passed`;
+// while piping, [copied, arrived) waits in `taken`.
 #pragma once
 
 #include "base/fd_io.h"
