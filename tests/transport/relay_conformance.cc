@@ -2,6 +2,7 @@
 // received and passed on unchanged, as a chain's middle does. A transport that cannot relay
 // posts nothing and says so; the cases then receive and send separately, so every transport
 // runs them.
+#include <dirent.h>
 #include <signal.h>
 
 #include <thread>
@@ -74,6 +75,16 @@ std::vector<std::vector<uint8_t>> patterned(size_t count, size_t (*size_of)(size
 size_t relaySize(size_t i) { return kRelaySizes[i]; }
 size_t ownSize(size_t i) { return i + 1; }
 
+// Open file descriptors of this process.
+int openFds() {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  int n = 0;
+  while (::readdir(dir) != nullptr) ++n;
+  ::closedir(dir);
+  return n - 3;  // ".", ".." and the directory's own descriptor
+}
+
 }  // namespace
 
 // 0 -> 1 -> 2: rank 1 passes each message on and keeps its own copy, byte for byte.
@@ -113,6 +124,60 @@ TEST_P(ConnectionConformance, RelayBackToTheSender) {
       relayAll(ep, 0, 0, in, own);
     }
   }));
+}
+
+// A large op posts a relay per slice at once. Each holds pipes only while it passes bytes on,
+// so 64 of them in flight stay within a few pipes, not 256 descriptors (and the user's
+// pipe-memory quota, past which the kernel hands out pipes of 8 KiB).
+TEST_P(ConnectionConformance, ManyRelaysInFlightHoldPipesOnlyWhilePiping) {
+  CaseOptions o;
+  o.ranks = 3;
+  expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
+    constexpr size_t kCount = 64, kBytes = 256 << 10;
+    if (ep.self.rank == 0) {
+      auto out = patterned(kCount, [](size_t) { return kBytes; }, 0);
+      for (size_t i = 0; i < kCount; ++i) ep.conns[1]->postSend(out[i].data(), kBytes, 10 + i, i);
+      expectAllOk(ep.wait(kCount), "send");
+    } else if (ep.self.rank == 1) {
+      std::vector<std::vector<uint8_t>> in(kCount);
+      const int before = openFds();
+      size_t relayed = 0;
+      for (size_t i = 0; i < kCount; ++i) {
+        in[i] = recvBuffer(kBytes);
+        if (ep.conns[0]->postRecvRelay(in[i].data(), kBytes, 10 + i, 100 + i, *ep.conns[2], 200 + i)) ++relayed;
+      }
+      RANK_CHECK(relayed == 0 || relayed == kCount, "%zu of %zu relays were taken", relayed, kCount);
+      if (relayed == 0) {  // a transport without relays: receive, then pass on
+        for (size_t i = 0; i < kCount; ++i) ep.conns[0]->postRecv(in[i].data(), kBytes, 10 + i, 100 + i);
+        expectAllOk(ep.wait(kCount), "receive to pass on");
+        for (size_t i = 0; i < kCount; ++i) ep.conns[2]->postSend(in[i].data(), kBytes, 10 + i, 200 + i);
+        expectAllOk(ep.wait(kCount), "send on");
+        return;
+      }
+      int most = openFds();
+      std::map<uint64_t, Status> done;
+      std::vector<transport::Completion> batch;
+      while (done.size() < 2 * kCount && transport::Clock::now() < ep.deadline) {
+        batch.clear();
+        (void)ep.transport->progress(&batch, ep.deadline);
+        for (auto& c : batch) done[c.cookie] = c.status;
+        most = std::max(most, openFds());
+      }
+      RANK_CHECK(done.size() == 2 * kCount, "%zu of %zu relay requests done", done.size(), 2 * kCount);
+      expectAllOk(done, "relay");
+      RANK_CHECK(most - before <= 24, "%d descriptors open at most with %zu relays in flight, %d before", most, kCount,
+                 before);
+      for (size_t i = 0; i < kCount; ++i) checkPattern(in[i].data(), kBytes, i, strprintf("message %zu", i).c_str());
+    } else {
+      std::vector<std::vector<uint8_t>> got(kCount);
+      for (size_t i = 0; i < kCount; ++i) {
+        got[i] = recvBuffer(kBytes);
+        ep.conns[1]->postRecv(got[i].data(), kBytes, 10 + i, 700 + i);
+      }
+      expectAllOk(ep.wait(kCount), "receive what was relayed");
+      for (size_t i = 0; i < kCount; ++i) checkPattern(got[i].data(), kBytes, i, strprintf("relayed %zu", i).c_str());
+    }
+  }, o));
 }
 
 // The source dies while the middle is passing a message on that the last rank does not yet

@@ -80,9 +80,18 @@ bool SocketConnection::Relay::openPipes() {
 
 // The send need not be under way yet, only next on its stream: its header goes out at once,
 // and what the pipes hold meanwhile waits there.
+// The pipes are opened only here, so that an op with many slices in flight holds a pair per
+// stream at a time, not one per slice (file descriptors, and the user's pipe-memory quota,
+// past which the kernel hands out pipes of 8 KiB). Where they cannot be opened, the relay
+// passes the message on through the buffer.
 void SocketConnection::Relay::startPiping() {
-  if (piping || !receiving || send_failed || copied == bytes || out->sends.empty() || out->sends.front().relay.get() != this)
+  if (piping || pipes_refused || !receiving || send_failed || copied == bytes || out->sends.empty() ||
+      out->sends.front().relay.get() != this)
     return;
+  if (!openPipes()) {
+    pipes_refused = true;
+    return;
+  }
   piping = true;
   piped_from = copied;
 }
@@ -101,7 +110,6 @@ bool SocketConnection::postRecvRelay(void* data, size_t bytes, uint64_t tag, uin
       &to->streams_[0]->socket.get_executor().context() != &streams_[0]->socket.get_executor().context())
     return false;
   auto r = std::make_shared<Relay>();
-  if (!r->openPipes()) return false;
   r->data = static_cast<char*>(data);
   r->bytes = bytes;
   r->from = this;

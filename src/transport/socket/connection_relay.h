@@ -42,16 +42,17 @@ struct SocketConnection::Relay {
   bool receiving = false;       // the header matched; the payload is being read
   bool sending = false;         // the send's header went out
   bool piping = false;          // the bytes from piped_from on pass through the pipes
+  bool pipes_refused = false;   // the system would not open them: the buffer carries it all
   size_t piped_from = 0;
   bool receiver_waits = false;  // for room in `passed` (the sender wakes it)
   bool sender_waits = false;    // for bytes (the receiver wakes it)
   bool receive_failed = false;
   bool send_failed = false;
 
-  // Creates the two pipes; false where the system refuses (the caller then posts plainly).
+  // Creates the two pipes; false where the system refuses.
   bool openPipes();
   // Once the receive is under way and the send is next on its stream: what arrives from now
-  // on goes through the pipes.
+  // on goes through the pipes, opened now and closed with the relay.
   void startPiping();
   // The send failed: the receiver reads the rest into the buffer only.
   void sendFailed();
