@@ -107,13 +107,14 @@ std::vector<RankOutcome> runCase(const TransportUnderTest& t, const CaseBody& bo
   return outcomes;
 }
 
-std::map<uint64_t, Status> Endpoint::wait(size_t count) {
+std::map<uint64_t, Status> Endpoint::wait(size_t count, const std::function<void()>& after_each) {
   std::map<uint64_t, Status> done;
   std::vector<transport::Completion> batch;
   while (done.size() < count) {
     batch.clear();
     Status st = transport->progress(&batch, deadline);
     for (auto& c : batch) done[c.cookie] = c.status;
+    if (after_each) after_each();
     RANK_CHECK(st.isOk() || done.size() >= count, "progress failed with %zu of %zu requests done: %s", done.size(),
                count, st.message().c_str());
     RANK_CHECK(!batch.empty() || transport::Clock::now() < deadline, "only %zu of %zu requests completed in time",

@@ -59,8 +59,8 @@ struct Endpoint {
   transport::Deadline deadline;  // the case's, 20 s after the transport was made
 
   // Drives progress() until `count` requests completed; fails the rank at the deadline.
-  // Returns cookie -> status.
-  std::map<uint64_t, Status> wait(size_t count);
+  // Returns cookie -> status. `after_each`: called after every progress() call.
+  std::map<uint64_t, Status> wait(size_t count, const std::function<void()>& after_each = {});
   // All ranks of the run meet (through the store).
   void barrier(const std::string& name);
 };

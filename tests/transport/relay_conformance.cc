@@ -2,11 +2,11 @@
 // received and passed on unchanged, as a chain's middle does. A transport that cannot relay
 // posts nothing and says so; the cases then receive and send separately, so every transport
 // runs them.
-#include <dirent.h>
 #include <signal.h>
 
 #include <thread>
 
+#include "fault/process_counts.h"
 #include "transport/connection_conformance.h"
 
 namespace coll::test {
@@ -75,16 +75,6 @@ std::vector<std::vector<uint8_t>> patterned(size_t count, size_t (*size_of)(size
 size_t relaySize(size_t i) { return kRelaySizes[i]; }
 size_t ownSize(size_t i) { return i + 1; }
 
-// Open file descriptors of this process.
-int openFds() {
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  int n = 0;
-  while (::readdir(dir) != nullptr) ++n;
-  ::closedir(dir);
-  return n - 3;  // ".", ".." and the directory's own descriptor
-}
-
 }  // namespace
 
 // 0 -> 1 -> 2: rank 1 passes each message on and keeps its own copy, byte for byte.
@@ -140,7 +130,7 @@ TEST_P(ConnectionConformance, ManyRelaysInFlightHoldPipesOnlyWhilePiping) {
       expectAllOk(ep.wait(kCount), "send");
     } else if (ep.self.rank == 1) {
       std::vector<std::vector<uint8_t>> in(kCount);
-      const int before = openFds();
+      const int before = countOpenFds();
       size_t relayed = 0;
       for (size_t i = 0; i < kCount; ++i) {
         in[i] = recvBuffer(kBytes);
@@ -154,15 +144,8 @@ TEST_P(ConnectionConformance, ManyRelaysInFlightHoldPipesOnlyWhilePiping) {
         expectAllOk(ep.wait(kCount), "send on");
         return;
       }
-      int most = openFds();
-      std::map<uint64_t, Status> done;
-      std::vector<transport::Completion> batch;
-      while (done.size() < 2 * kCount && transport::Clock::now() < ep.deadline) {
-        batch.clear();
-        (void)ep.transport->progress(&batch, ep.deadline);
-        for (auto& c : batch) done[c.cookie] = c.status;
-        most = std::max(most, openFds());
-      }
+      int most = countOpenFds();
+      auto done = ep.wait(2 * kCount, [&most] { most = std::max(most, countOpenFds()); });
       RANK_CHECK(done.size() == 2 * kCount, "%zu of %zu relay requests done", done.size(), 2 * kCount);
       expectAllOk(done, "relay");
       RANK_CHECK(most - before <= 24, "%d descriptors open at most with %zu relays in flight, %d before", most, kCount,

@@ -79,11 +79,10 @@ bool SocketConnection::Relay::openPipes() {
 }
 
 // The send need not be under way yet, only next on its stream: its header goes out at once,
-// and what the pipes hold meanwhile waits there.
-// The pipes are opened only here, so that an op with many slices in flight holds a pair per
-// stream at a time, not one per slice (file descriptors, and the user's pipe-memory quota,
-// past which the kernel hands out pipes of 8 KiB). Where they cannot be opened, the relay
-// passes the message on through the buffer.
+// and what the pipes hold meanwhile waits there. The pipes are opened here, not when the
+// relay is posted, so that an op with many slices in flight holds a pair per stream, not one
+// per slice (file descriptors, and the user's pipe-memory quota, past which the kernel hands
+// out pipes of 8 KiB). Where they cannot be opened, the buffer carries the whole message.
 void SocketConnection::Relay::startPiping() {
   if (piping || pipes_refused || !receiving || send_failed || copied == bytes || out->sends.empty() ||
       out->sends.front().relay.get() != this)
