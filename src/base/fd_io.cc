@@ -51,6 +51,19 @@ Status waitFd(int fd, short events, Deadline deadline, const char* what) {
   }
 }
 
+// Linux may give a connect to a port of this host where nothing listens yet that very port as
+// its source port: TCP's simultaneous open then connects the socket to itself. Its owner would
+// wait for a greeting it never gets (a store client, until the deadline) or read back its own
+// hello as the peer's (a transport handshake: "wrong job secret"). The port lies in the
+// ephemeral range whenever a launcher found it by bind(0), as torchrun's c10d rendezvous does.
+bool connectedToItself(int fd) {
+  sockaddr_storage self{}, peer{};
+  socklen_t self_len = sizeof self, peer_len = sizeof peer;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_len) != 0) return false;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) return false;
+  return self_len == peer_len && std::memcmp(&self, &peer, self_len) == 0;
+}
+
 Status connectOnce(const addrinfo* ai, Deadline deadline, UniqueFd* out, int* err) {
   UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
   if (!fd) return transportError(format("socket: %s", std::strerror(errno)));
@@ -60,6 +73,14 @@ Status connectOnce(const addrinfo* ai, Deadline deadline, UniqueFd* out, int* er
     socklen_t len = sizeof *err;
     ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, err, &len);
     if (*err != 0) return Status::ok();
+  }
+  if (connectedToItself(fd.get())) {
+    // Reset, not closed: a closed one would sit in TIME_WAIT for a minute on the very port its
+    // listener is about to bind, and bind would fail even with SO_REUSEADDR.
+    linger reset{1, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    *err = ECONNREFUSED;  // as good as refused: nothing listens there yet, so retry
+    return Status::ok();
   }
   *err = 0;
   int one = 1;
