@@ -42,7 +42,7 @@ read -r -a shapes <<<"${MATRIX_SHAPES:-4x1 2x2}"
 read -r -a perf <<<"${MATRIX_PERF:--b 8 -e 1M -f 32 -c 1 -n 5 -w 1}"
 perf=("$bindir/all_reduce_perf" "${perf[@]}")
 limit=${MATRIX_RUN_TIMEOUT:-60}
-export COLL_TIMEOUT=${COLL_TIMEOUT:-30} COLL_DEBUG=INFO COLL_DEBUG_SUBSYS=INIT,NET
+export COLL_TIMEOUT=${COLL_TIMEOUT:-30} COLL_DEBUG=INFO COLL_DEBUG_SUBSYS=INIT,NET,STORE
 
 [[ $EUID -eq 0 ]] || { echo "SKIP: the launcher matrix needs root (network namespaces, slurmd)"; exit 77; }
 [[ -x $nc ]] || { echo "SKIP: no netcluster at $nc"; exit 77; }
@@ -224,6 +224,9 @@ for l in "${launchers[@]}"; do
       # The tail is the last host's output; a rank's first error on another host (rank 0 unable
       # to serve the store, say) would be cut off, so every host's error lines come first.
       echo "--- $l $s errors, every host:"; grep -E "error|cannot|refused|FAIL" "$log" | grep -v "coll INFO" | head -n 20
+      # Which store each rank went to, and who served one: a rank refused by a store (a wrong
+      # job secret) met another job's, and these lines say whose and where.
+      echo "--- $l $s stores, every host:"; grep -E "launcher [a-z-]+: rank|serving the rendezvous store" "$log" | head -n 20
       echo "--- $l $s output (last 40 lines):"; grep -v "coll INFO" "$log" | tail -n 40
     fi
   done
