@@ -5,10 +5,10 @@
 # layers it may include. A layer's sources compile against its own headers target only, so
 # `#include "comm/op.h"` from transport/ finds no file: the direction is enforced by the build,
 # not by review. Code above the layers (tools, bench, tests, bindings) includes from src/ itself.
-file(STRINGS ${PROJECT_SOURCE_DIR}/src/layers.txt _coll_layer_lines REGEX "^[a-z_]+:")
+file(STRINGS ${PROJECT_SOURCE_DIR}/src/layers.txt _coll_layer_lines REGEX "^[a-z0-9_]+:")
 set(COLL_LAYERS "")
 foreach(_line IN LISTS _coll_layer_lines)
-  string(REGEX MATCH "^([a-z_]+):(.*)$" _unused "${_line}")
+  string(REGEX MATCH "^([a-z0-9_]+):(.*)$" _unused "${_line}")
   set(_name ${CMAKE_MATCH_1})
   separate_arguments(_below UNIX_COMMAND "${CMAKE_MATCH_2}")
   set(_root ${PROJECT_BINARY_DIR}/layers/${_name})

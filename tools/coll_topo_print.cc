@@ -4,8 +4,8 @@
 
 #include "algorithms/catalog.h"
 #include "base/log.h"
-#include "topology/cost_model.h"
-#include "topology/selector.h"
+#include "select/cost_model.h"
+#include "select/selector.h"
 
 namespace coll::tools {
 namespace {
@@ -72,7 +72,7 @@ std::string topologyTable(const Topology& t) {
 
 std::string explainTable(const Topology& t, size_t slice_bytes) {
   std::string out;
-  topology::Selector selector({}, t, slice_bytes);
+  select::Selector selector({}, t, slice_bytes);
   for (algo::Collective c : algo::kAllCollectives) {
     std::vector<const algo::AlgorithmInfo*> candidates;
     for (const auto& a : algo::catalog())
@@ -82,17 +82,17 @@ std::string explainTable(const Topology& t, size_t slice_bytes) {
     for (const auto* a : candidates) out += format(" %14s", a->name);
     out += "\n";
     for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 4) {
-      topology::Choice choice = selector.modelChoice(c, bytes, kElemSize);
+      select::Choice choice = selector.modelChoice(c, bytes, kElemSize);
       out += format("%10s", formatBytes(bytes).c_str());
       for (const auto* a : candidates) {
-        topology::Prediction p = topology::predictTime(c, a->name, bytes, kElemSize, t, slice_bytes);
-        std::string cell = p.supported ? topology::formatSeconds(p.seconds) : "n/a";
+        select::Prediction p = select::predictTime(c, a->name, bytes, kElemSize, t, slice_bytes);
+        std::string cell = p.supported ? select::formatSeconds(p.seconds) : "n/a";
         out += format(" %13s%s", cell.c_str(), a == choice.algorithm ? "*" : " ");
       }
       out += "\n";
     }
     for (const auto* a : candidates) {
-      topology::Prediction p = topology::predictTime(c, a->name, 1 << 20, kElemSize, t, slice_bytes);
+      select::Prediction p = select::predictTime(c, a->name, 1 << 20, kElemSize, t, slice_bytes);
       if (!p.supported) out += format("  %s n/a: %s\n", a->name, p.why_not);
     }
   }

@@ -1,5 +1,5 @@
 // Per-operation CPU cost before any byte moves: choosing the algorithm
-// (coll::topology::Selector::choose) and building the rank's schedule from the catalogue
+// (coll::select::Selector::choose) and building the rank's schedule from the catalogue
 // (algo::findAlgorithm(collective, name)->build(params)).
 //
 // Run: build/bin/selector_bench [--benchmark_filter=...] [--benchmark_min_time=0.05]
@@ -10,7 +10,7 @@
 
 #include "algorithms/catalog.h"
 #include "bootstrap/host_grouping.h"
-#include "topology/selector.h"
+#include "select/selector.h"
 
 namespace {
 
@@ -19,8 +19,8 @@ using coll::algo::Collective;
 constexpr int kRanksPerHost = 2;
 
 // Rank 0's view of num_hosts hosts of kRanksPerHost ranks each (ranks numbered host by host).
-coll::topology::HostGrouping makeGrouping(int num_hosts) {
-  coll::topology::HostGrouping g;
+coll::bootstrap::HostGrouping makeGrouping(int num_hosts) {
+  coll::bootstrap::HostGrouping g;
   const int n = num_hosts * kRanksPerHost;
   g.num_hosts = num_hosts;
   g.local_rank = 0;
@@ -36,7 +36,7 @@ coll::topology::HostGrouping makeGrouping(int num_hosts) {
 void BM_SelectorChoose(benchmark::State& state) {
   const int num_hosts = static_cast<int>(state.range(0));
   const size_t bytes = static_cast<size_t>(state.range(1));
-  coll::topology::Selector selector({}, makeGrouping(num_hosts));
+  coll::select::Selector selector({}, makeGrouping(num_hosts));
   state.SetLabel(selector.choose(Collective::allreduce, bytes).algorithm->name);
   for (auto _ : state) {
     auto choice = selector.choose(Collective::allreduce, bytes);

@@ -3,7 +3,7 @@
 
 Parses docs/perf/selector_*.log (bench/scripts/selector_table.sh output): every start-up's
 probed figures (TOPO lines) and the table of forced algorithms' measured times. For each
-start-up it prices every algorithm with a Python copy of src/topology/cost_model.cc and reports,
+start-up it prices every algorithm with a Python copy of src/select/cost_model.cc and reports,
 per size, the pick and whether the pick's measured time is within 10% of the fastest.
 
 --loaded-us X replaces every start-up's loaded step (the busy step's cost) with X us: a what-if
@@ -141,7 +141,7 @@ def tree_link(host_of):
     return busiest(host_of, sends)
 
 
-# ---- message counts (src/topology/message_count.cc) ----
+# ---- message counts (src/select/message_count.cc) ----
 def nslices(e, ps):
     return (e + ps - 1) // ps
 

@@ -8,7 +8,7 @@
 
 #include "base/log.h"
 
-namespace coll::topology {
+namespace coll::bootstrap {
 
 std::string localHostId(const std::string& override_id, int rank) {
   if (!override_id.empty()) {
@@ -30,7 +30,7 @@ std::string localHostId(const std::string& override_id, int rank) {
 
 namespace {
 
-Status getHostId(bootstrap::StoreClient& store, const std::string& key_prefix, int r, bootstrap::Deadline deadline,
+Status getHostId(StoreClient& store, const std::string& key_prefix, int r, Deadline deadline,
                  std::string* id) {
   Status st = store.get(key_prefix + "host/" + std::to_string(r), id, deadline);
   if (st.code() == ErrorCode::Timeout && !st.isOk())
@@ -41,8 +41,8 @@ Status getHostId(bootstrap::StoreClient& store, const std::string& key_prefix, i
 
 }  // namespace
 
-Status exchangeHostIds(bootstrap::StoreClient& store, const std::string& key_prefix, int rank, int size,
-                       const std::string& my_host_id, bootstrap::Deadline deadline, HostGrouping* out) {
+Status exchangeHostIds(StoreClient& store, const std::string& key_prefix, int rank, int size,
+                       const std::string& my_host_id, Deadline deadline, HostGrouping* out) {
   COLL_RETURN_IF_ERROR(store.set(key_prefix + "host/" + std::to_string(rank), my_host_id, deadline));
   out->host_of_rank.assign(size, "");
   std::set<std::string> hosts;
@@ -73,4 +73,4 @@ Status exchangeHostIds(bootstrap::StoreClient& store, const std::string& key_pre
   return Status::ok();
 }
 
-}  // namespace coll::topology
+}  // namespace coll::bootstrap

@@ -10,7 +10,7 @@
 #include "bootstrap/store.h"
 #include "base/status.h"
 
-namespace coll::topology {
+namespace coll::bootstrap {
 
 // COLL_HOST_ID when set, with "{rank/K}" replaced by rank / K (so one machine can pose as
 // several hosts of K ranks, for tests and experiments); else hostname/boot-id.
@@ -26,7 +26,7 @@ struct HostGrouping {
 };
 
 // Publishes this rank's host id in the store and reads everyone's (collective).
-Status exchangeHostIds(bootstrap::StoreClient& store, const std::string& key_prefix, int rank, int size,
-                       const std::string& my_host_id, bootstrap::Deadline deadline, HostGrouping* out);
+Status exchangeHostIds(StoreClient& store, const std::string& key_prefix, int rank, int size,
+                       const std::string& my_host_id, Deadline deadline, HostGrouping* out);
 
-}  // namespace coll::topology
+}  // namespace coll::bootstrap

@@ -6,7 +6,7 @@
 
 namespace coll {
 
-Status checkCall(const OpFingerprint& mine, uint64_t wire_sequence, algo::BuildParams p, topology::Selector& selector,
+Status checkCall(const OpFingerprint& mine, uint64_t wire_sequence, algo::BuildParams p, select::Selector& selector,
                  const RunSchedule& run, bool* disagreed) {
   const size_t n = static_cast<size_t>(p.nranks);
   std::vector<OpFingerprint> all(n);

@@ -14,7 +14,7 @@
 
 #include "exec/executor.h"
 #include "comm/ledger.h"
-#include "topology/selector.h"
+#include "select/selector.h"
 
 namespace coll {
 
@@ -26,7 +26,7 @@ using RunSchedule = std::function<Status(const algo::Schedule&, ExecContext&)>;
 // Exchanges fingerprints (p carries rank, size, hosts, slice size) and compares them. Progress
 // thread. A transport failure comes back as is; a disagreement as a Mismatch naming every
 // rank's call, grouped, with *disagreed set (a transport's own Mismatch leaves it false).
-Status checkCall(const OpFingerprint& mine, uint64_t wire_sequence, algo::BuildParams p, topology::Selector& selector,
+Status checkCall(const OpFingerprint& mine, uint64_t wire_sequence, algo::BuildParams p, select::Selector& selector,
                  const RunSchedule& run, bool* disagreed);
 
 // The comparison alone: Mismatch listing who called what when `all` holds more than one call.

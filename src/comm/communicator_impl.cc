@@ -4,35 +4,16 @@
 
 #include <cstring>
 
-#include "algorithms/catalog.h"
-#include "algorithms/direct_collectives.h"
 #include "algorithms/patterns/ring.h"
-#include "bootstrap/roll_call.h"
-#include "comm/call_check.h"
-#include "comm/device_request.h"
-#include "cuda/runtime.h"
-#include "comm/launcher_lifeline.h"
-#include "exec/executor.h"
 #include "base/log.h"
-#include "base/wire_tag.h"
+#include "bootstrap/roll_call.h"
+#include "comm/device_request.h"
+#include "comm/launcher_lifeline.h"
 #include "comm/shrink.h"
 #include "comm/stall_report.h"
-#include "topology/autotune.h"
-#include "topology/topology_exchange.h"
+#include "cuda/runtime.h"
 
 namespace coll {
-namespace {
-
-// Ops this big wait on sockets without polling first (Config::socket_spin_us): a wake-up is
-// small beside their transfer, and a rank polling for the next chunk of a long transfer takes
-// the core from ranks still computing. Measured on netcluster 4 x 1 at 1 Gbit/s, 4 ranks on 2
-// cores (bench/scripts/trainer_overlap.sh, CPU-bound backward, 9 MiB buckets): polling during
-// every op made the overlapped step 0.896-0.939 of the single all-reduce's against 0.888-0.892
-// without, and the backward 129-138 ms against 111-114.
-constexpr size_t kBandwidthBoundBytes = 256 << 10;
-
-}  // namespace
-
 CommunicatorImpl::CommunicatorImpl(const CommOptions& options, const Config& config)
     : config_(config), rank_(options.rank), size_(options.size), local_rank_(options.local_rank),
       key_prefix_("coll/" + options.name + "/"), secret_(options.secret.empty() ? config.job_secret : options.secret),
@@ -62,8 +43,8 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
     return invalidArgument("no job secret: set COLL_JOB_SECRET (collrun and collGetUniqueId make one)");
   setLogRank(options.rank);
   watchLauncher(config.launcher_fd);  // before any wait: a dead collrun must not be waited for
-  std::vector<topology::AlgoRule> rules;
-  COLL_RETURN_IF_ERROR(topology::parseAlgoOverride(config.algo, &rules));  // before anyone waits on us
+  std::vector<select::AlgoRule> rules;
+  COLL_RETURN_IF_ERROR(select::parseAlgoOverride(config.algo, &rules));  // before anyone waits on us
   COLL_RETURN_IF_ERROR(impl->connectStore(options));
   // Launch mistakes (a duplicate rank, a disagreeing world size, a rank that never starts)
   // are named here, on every rank, before they can surface as something else.
@@ -74,16 +55,13 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   COLL_RETURN_IF_ERROR(LedgerResponder::start(impl->storeConnector(options), impl->key_prefix_, &impl->ledger_,
                                               transport::Clock::now() + config.timeout, &impl->responder_));
   auto deadline = transport::Clock::now() + config.timeout;
-  COLL_RETURN_IF_ERROR(topology::exchangeHostIds(*impl->store_, impl->key_prefix_, impl->rank_, impl->size_,
-                                                 topology::localHostId(config.host_id, impl->rank_), deadline, &impl->hosts_));
+  COLL_RETURN_IF_ERROR(bootstrap::exchangeHostIds(*impl->store_, impl->key_prefix_, impl->rank_, impl->size_,
+                                                 bootstrap::localHostId(config.host_id, impl->rank_), deadline, &impl->hosts_));
   if (impl->local_rank_ < 0) impl->local_rank_ = impl->hosts_.local_rank;
   transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
                                impl->store_host_};
   COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_));
-  COLL_RETURN_IF_ERROR(impl->startP2p(options, dir));
-  COLL_RETURN_IF_ERROR(impl->connectNeighbours());
-  COLL_RETURN_IF_ERROR(impl->initSelector(std::move(rules)));
-  impl->findBoard();
+  COLL_RETURN_IF_ERROR(impl->startPaths(options, dir, std::move(rules)));
   // Nobody leaves init before everybody is connected, so rank 0 may stop serving the store
   // without stranding a late rank.
   COLL_RETURN_IF_ERROR(impl->store_->barrier(impl->key_prefix_ + "init", impl->size_,
@@ -111,51 +89,30 @@ Status CommunicatorImpl::shrink(const std::vector<int>& excluded, std::unique_pt
   return create(plan, config_, out, store_server_);
 }
 
-// The topology (probed over the connections just made, or loaded) and the selector over it;
-// under COLL_TUNE, the tuned choices too. Init thread, before the progress thread exists.
-Status CommunicatorImpl::initSelector(std::vector<topology::AlgoRule> rules) {
-  topology::TopologyOptions options{config_.probe && size_ > 1, config_.topo_file, config_.topo_dump_file};
-  topology::ProbeContext ctx{rank_, store_.get(), key_prefix_, transport::Clock::now() + config_.timeout,
-                             [this](const algo::Schedule& s, ExecContext& c) { return runContext(s, c); }};
-  topology::Topology topo;
-  COLL_RETURN_IF_ERROR(topology::buildJobTopology(options, ctx, hosts_, &topo));
-  const std::string hash = topo.layoutHash();
-  selector_ = std::make_unique<topology::Selector>(std::move(rules), std::move(topo), config_.slice_bytes);
-  selector_->setDeterministic(config_.deterministic);
-  selector_->setGrowingSlices(config_.slice_bytes_auto && hosts_.ranks_of_host.size() > 1);
-  if (!config_.tune || size_ == 1) return Status::ok();
-  topology::TuningTable table;
-  COLL_RETURN_IF_ERROR(topology::autotune(ctx, topology::defaultTuningPath(config_.tune_file, hash), hash,
-                                          [this](const algo::AlgorithmInfo& a, size_t bytes, double* s) {
-                                            return timedAllreduce(a, bytes, s);
-                                          }, &table));
-  selector_->setTuning(std::move(table));
+// The point-to-point engine first (its transports connect on demand), then the neighbours'
+// connections, over which the scheduled path probes the links; the board and device paths
+// stand on the scheduled one. Init thread, before the progress thread exists.
+Status CommunicatorImpl::startPaths(const CommOptions& options, const transport::PeerDirectory& dir,
+                                    std::vector<select::AlgoRule> rules) {
+  COLL_RETURN_IF_ERROR(P2pPath::start(config_, dir, hosts_, storeConnector(options),
+                                      [this](const Error& e) { fail(Error(e.code(), format("rank %d: %s", rank_, e.what()))); },
+                                      &p2p_));
+  ledger_.setPointToPoint([p2p = p2p_.get()] { return p2p->describeOutstanding(); });
+  COLL_RETURN_IF_ERROR(connectNeighbours());
+  scheduled_ = std::make_unique<ScheduledPath>(rank_, size_, config_, hosts_, transports_, ledger_);
+  COLL_RETURN_IF_ERROR(scheduled_->init(*store_, key_prefix_, std::move(rules)));
+  device_ = std::make_unique<DevicePath>(rank_, size_, hosts_.num_hosts == 1, config_, *scheduled_, ledger_);
+  board_ = std::make_unique<BoardPath>(rank_, size_, config_, transports_, *scheduled_, ledger_, trace_.get());
+  paths_ = {p2p_.get(), device_.get(), board_.get(), scheduled_.get()};
   return Status::ok();
 }
 
-// One f32 sum all-reduce with a given algorithm, for autotuning (init thread). Its messages
-// carry a wire kind of their own so they can never be taken for an op's.
-constexpr uint8_t kTuneWireKind = 0xB1;
-
-Status CommunicatorImpl::timedAllreduce(const algo::AlgorithmInfo& algorithm, size_t bytes, double* seconds) {
-  algo::BuildParams p;
-  p.rank = rank_;
-  p.nranks = size_;
-  p.count = bytes / sizeof(float);
-  p.elem_size = sizeof(float);
-  p.slice_bytes = config_.slice_bytes;
-  p.pipeline_depth = config_.pipeline_depth;
-  p.hosts = &hosts_.ranks_of_host;
-  if (workspace_.size() < bytes) workspace_.resize(bytes);
-  ExecContext ctx;
-  ctx.ops.push_back({workspace_.data(), workspace_.data(), wireTag(tune_sequence_++, kTuneWireKind)});
-  ctx.type = DataType::f32;
-  auto t0 = transport::Clock::now();
-  Status st = runContext(algorithm.build(p), ctx);
-  *seconds = std::chrono::duration<double>(transport::Clock::now() - t0).count();
-  if (!st) return Status(st.code(), format("autotune allreduce (%s, %s) on rank %d: %s", algorithm.name,
-                                           formatBytes(bytes).c_str(), rank_, st.message().c_str()), st.peer());
-  return st;
+// The first path that accepts the op; the scheduled path accepts every host op, the device
+// path every device op.
+ExecutionPath& CommunicatorImpl::pathFor(const OpRequest& op) {
+  for (ExecutionPath* path : paths_)
+    if (path->accepts(op)) return *path;
+  return *scheduled_;
 }
 
 Status CommunicatorImpl::connectNeighbours() {
@@ -205,26 +162,20 @@ Work CommunicatorImpl::enqueue(OpRequest&& op) {
   if (group_depth_ > 0 && !isPointToPoint(op.kind))
     throw Error(ErrorCode::InvalidArgument, format("%s (rank %d): only send and recv may be issued between groupStart "
                                                    "and groupEnd", toString(op.kind), rank_));
-  op.work = newWorkState(op);
+  ExecutionPath& path = pathFor(op);
+  op.work = path.newWorkState(op);
   op.work->sequence = next_sequence_++;
   op.work->op_name = toString(op.kind);
   if (op.work->link != link_) op.work->link = link_;  // a reused state (newWorkState) has it: no refcount traffic
-  op.work->watched = !takesP2pEngine(op);  // the engine bounds its own ops
-  // queued_ns is set by push() from the clock read it makes anyway: an op the board finishes
-  // inline is never queued, and the watchdog never looks at it.
+  op.work->watched = &path != p2p_.get();  // the p2p engine bounds its own ops
+  // queued_ns is set by push() from the clock read it makes anyway: an op a path finishes at
+  // issue is never queued, and the watchdog never looks at it.
   // Collectives are numbered per communicator; point-to-point per peer and direction, since
   // only the two ranks involved count it (pipeline stages issue different numbers of them) and
   // my n-th send to p meets p's n-th receive from me, whatever else either of us exchanged.
   op.wire_sequence = isPointToPoint(op.kind) ? p2p_sequence_[2 * op.root + (op.kind == OpKind::send ? 1 : 0)]++
                                              : collective_sequence_++;
   if (!isPointToPoint(op.kind)) ledger_.issued(collective_sequence_);
-  if (takesP2pEngine(op) && group_depth_ == 0) {
-    Work work(op.work);
-    std::vector<OpRequest> one;
-    one.push_back(std::move(op));
-    postP2p(std::move(one));
-    return work;
-  }
   if (group_depth_ > 0) {  // held back until groupEnd releases the whole group at once
     Work work(op.work);
     op.work->queued_ns = detail::DriverLink::nowNs();
@@ -232,19 +183,52 @@ Work CommunicatorImpl::enqueue(OpRequest&& op) {
     return work;
   }
   if (op.device >= 0 && op.stream) return enqueueOnStream(std::move(op));
-  Work work;
-  if (!runNowOnBoard(op, &work)) {
-    work = Work(op.work);
-    push(std::move(op));
-  }
+  Work work(op.work);
+  bool quietly = false;
+  if (issueOnPath(path, op, &work, &quietly)) return work;
+  push(std::move(op), !quietly);
   return work;
+}
+
+// The path may start or take the op at issue (execution_path.h). True: it did, and *work is
+// the op's (a finished op's state moves into it: no reference count traffic).
+bool CommunicatorImpl::issueOnPath(ExecutionPath& path, OpRequest& op, Work* work, bool* quietly) {
+  IssueState state;
+  std::optional<Error> failed;
+  if (failed_.load(std::memory_order_acquire)) {
+    failed = firstError();
+    state.failed = &*failed;
+  }
+  std::unique_lock<std::mutex> engine;
+  if (path.startsAtIssue()) {
+    engine = std::unique_lock<std::mutex>(engine_mu_, std::try_to_lock);
+    state.engine_idle = engine.owns_lock() && queued_.load(std::memory_order_acquire) == 0 && !failed;
+  }
+  Status failure;
+  switch (path.issue(op, state, &failure)) {
+    case Issued::queue:
+      return false;
+    case Issued::queue_quietly:
+      *quietly = true;
+      return false;
+    case Issued::taken:
+      break;
+  }
+  if (!failure) onFailure(op, failure.toError(opLabel(op, path.name())));
+  if (op.work) *work = Work(std::move(op.work));
+  return true;
+}
+
+std::optional<Error> CommunicatorImpl::firstError() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_error_;
 }
 
 // An op on device buffers with a stream: the stream waits for it (stream_gate.h).
 Work CommunicatorImpl::enqueueOnStream(OpRequest&& op) {
   Work work(op.work);
   // cuda_ipc ops on a stream complete before the call returns (cuda/device_ops.h says why).
-  const bool finish_now = cuda::takesIpcPath(op, size_, hosts_.num_hosts == 1, config_);
+  const bool finish_now = device_->finishesAtIssue(op);
   OpRequest held;  // what holdStreams() needs, after op has moved into the queue
   held.device = op.device;
   held.stream = op.stream;
@@ -254,15 +238,15 @@ Work CommunicatorImpl::enqueueOnStream(OpRequest&& op) {
     work.wait();
     return work;
   }
-  Status st = holdStreams(held, stream_gate_);
+  Status st = device_->holdStreams(held);
   if (!st) throw st.toError(format("%s (rank %d)", held.work->op_name, rank_));
   return work;
 }
 
 void CommunicatorImpl::setAlgorithms(const std::string& text) {
   refuseInForkedChild("setAlgorithms");
-  std::vector<topology::AlgoRule> rules;
-  Status st = topology::parseAlgoOverride(text, &rules);
+  std::vector<select::AlgoRule> rules;
+  Status st = select::parseAlgoOverride(text, &rules);
   if (!st) throw Error(ErrorCode::InvalidArgument, format("setAlgorithms(\"%s\"): %s", text.c_str(), st.message().c_str()));
   std::lock_guard<std::mutex> engine(engine_mu_);  // a running op finishes under the rules it began with
   size_t queued = queued_.load();
@@ -270,7 +254,7 @@ void CommunicatorImpl::setAlgorithms(const std::string& text) {
     throw Error(ErrorCode::InvalidArgument,
                 format("setAlgorithms(\"%s\"): %zu op(s) of this communicator still queued; wait on them first, so "
                        "that every rank switches between the same two ops", text.c_str(), queued));
-  selector_->setRules(std::move(rules));
+  scheduled_->setRules(std::move(rules));
   COLL_INFO("TUNE", "algorithm rules for the ops issued from now on: %s",
             text.empty() ? "none (the selector decides)" : text.c_str());
 }
@@ -287,14 +271,17 @@ void CommunicatorImpl::groupEnd() {
   // Host members go to the p2p engine together; device members run as one op as before.
   std::vector<OpRequest> host;
   for (auto it = group_.begin(); it != group_.end();) {
-    if (takesP2pEngine(*it)) {
+    if (p2p_->accepts(*it)) {
       host.push_back(std::move(*it));
       it = group_.erase(it);
     } else {
       ++it;
     }
   }
-  if (!host.empty()) postP2p(std::move(host));
+  if (!host.empty()) {
+    std::optional<Error> failed = firstError();
+    p2p_->post(std::move(host), failed ? &*failed : nullptr);
+  }
   if (group_.empty()) return;
   OpRequest group;
   group.kind = OpKind::group;
@@ -313,7 +300,7 @@ void CommunicatorImpl::groupEnd() {
   held.members = group.members;
   held.work = group.work;
   push(std::move(group));
-  st = holdStreams(held, stream_gate_);
+  st = device_->holdStreams(held);
   if (!st) throw st.toError(format("groupEnd (rank %d)", rank_));
 }
 
@@ -354,160 +341,6 @@ void CommunicatorImpl::closeConnectionsNow(const std::string& reason) {
   for (auto& t : transports_.owned) (void)t->progress(&ignored, transport::Clock::now());
 }
 
-// Maps the op onto a schedule's two buffers (workspace where the user's buffer is not the
-// place to reduce in), builds the schedule the selector picks, and runs it. Device buffers
-// go to the device path (src/cuda/device_ops.h), which comes back through runHost().
-Status CommunicatorImpl::execute(const OpRequest& issued, std::string* algorithm, bool* refused) {
-  if (issued.device >= 0) return executeOnDevice(issued, algorithm, refused);
-  if (onBoard(issued)) return runOnBoard(issued, algorithm, refused);
-  OpRequest op = issued;
-  if (op.kind == OpKind::barrier) {  // a 1-byte all-reduce: nobody leaves before all arrived
-    op.kind = OpKind::allreduce;
-    op.input = op.output = barrier_byte_;
-    op.count = 1;
-    op.type = DataType::u8;
-    op.op = ReduceOp::max;
-  }
-  if (op.kind == OpKind::group) {
-    ledger_.started({issued.work->sequence, kNotCollective, OpFingerprint::of(issued, "")});
-    return executeGroup(op, buildParams(op), algorithm);
-  }
-  OpPlan plan;
-  const CachedSchedule* cached = scheduleFor(op, &plan);
-  *algorithm = cached->schedule.algorithm;
-  COLL_RETURN_IF_ERROR(beginOp(issued, cached->schedule.algorithm, refused));
-  return runScheduled(*cached, op, messageTag(issued, cached->schedule.algorithm), plan);
-}
-
-Status CommunicatorImpl::executeOnDevice(const OpRequest& issued, std::string* algorithm, bool* refused) {
-  if (!device_ops_) {
-    cuda::DeviceEnv env;
-    env.rank = rank_;
-    env.size = size_;
-    env.one_host = hosts_.num_hosts == 1;
-    env.config = config_;
-    env.run_host = [this](const OpRequest& host_op, uint64_t tag, std::string* alg) { return runHost(host_op, tag, alg); };
-    device_ops_ = std::make_unique<cuda::DeviceOps>(std::move(env));
-  }
-  *algorithm = device_ops_->pathFor(issued);
-  const uint64_t tag = messageTag(issued, *algorithm);
-  if (issued.kind == OpKind::group) ledger_.started({issued.work->sequence, kNotCollective, OpFingerprint::of(issued, "")});
-  else COLL_RETURN_IF_ERROR(beginOp(issued, *algorithm, refused));
-  return device_ops_->execute(issued, tag, algorithm);
-}
-
-// An op on host buffers, for the device path: no ledger entry or call check of its own (the
-// device op it serves had them).
-Status CommunicatorImpl::runHost(const OpRequest& op, uint64_t tag, std::string* algorithm) {
-  if (op.kind == OpKind::group) return executeGroup(op, buildParams(op), algorithm);
-  OpPlan plan;
-  const CachedSchedule* cached = scheduleFor(op, &plan);
-  *algorithm = cached->schedule.algorithm;
-  return runScheduled(*cached, op, tag, plan);
-}
-
-algo::BuildParams CommunicatorImpl::buildParams(const OpRequest& op) const {
-  algo::BuildParams p;
-  p.rank = rank_;
-  p.nranks = size_;
-  p.elem_size = sizeOf(op.type);
-  p.average = op.op == ReduceOp::avg;
-  p.root = op.root;
-  p.slice_bytes = config_.slice_bytes;
-  p.pipeline_depth = config_.pipeline_depth;
-  p.hosts = &hosts_.ranks_of_host;
-  return p;
-}
-
-const CachedSchedule* CommunicatorImpl::scheduleFor(const OpRequest& op, OpPlan* plan) {
-  algo::BuildParams p = buildParams(op);
-  if (isPointToPoint(op.kind)) {
-    plan->input = op.input;
-    plan->output = op.output;
-    p.count = op.count;
-    ScheduleKey key{nullptr, op.kind, op.count, p.elem_size, op.root, false, false};
-    return &schedules_.get(key, [&] { return op.kind == OpKind::send ? algo::buildSend(p) : algo::buildRecv(p); });
-  }
-  *plan = planOp(op, rank_, size_);
-  if (!plan->output) {
-    if (workspace_.size() < plan->workspace_bytes) workspace_.resize(plan->workspace_bytes);
-    plan->output = workspace_.data();
-  }
-  p.count = plan->total_count;
-  p.in_place = plan->in_place;
-  p.slice_bytes = selector_->sliceBytes(op.bytes());
-  const algo::AlgorithmInfo* chosen = selector_->choose(plan->collective, op.bytes(), p.elem_size).algorithm;
-  ScheduleKey key{chosen, op.kind, p.count, p.elem_size, p.root, p.in_place, p.average};
-  return &schedules_.get(key, [&] { return chosen->build(p); });
-}
-
-Status CommunicatorImpl::runScheduled(const CachedSchedule& cached, const OpRequest& op, uint64_t tag,
-                                      const OpPlan& plan) {
-  COLL_RETURN_IF_ERROR(run(cached, op, tag, plan.input, plan.output));
-  // A count-0 op leaves the workspace unallocated (data() may be null), and memcpy from a null
-  // pointer is undefined even for 0 bytes (UBSan: reduceScatter with count 0).
-  if (plan.result_destination && plan.result_bytes > 0)
-    std::memcpy(plan.result_destination, workspace_.data() + plan.result_offset, plan.result_bytes);
-  return Status::ok();
-}
-
-// Records the op in the ledger and, under COLL_CHECK, compares the call with every rank's
-// before any of its data moves (a disagreement sets *refused: nothing was sent).
-Status CommunicatorImpl::beginOp(const OpRequest& issued, const std::string& algorithm, bool* refused) {
-  const bool collective = !isPointToPoint(issued.kind);
-  OpFingerprint fingerprint = OpFingerprint::of(issued, algorithm);
-  ledger_.started({issued.work->sequence, collective ? issued.wire_sequence : kNotCollective, fingerprint});
-  if (!config_.check || !collective || size_ == 1) return Status::ok();
-  algo::BuildParams p = buildParams(issued);
-  return checkCall(fingerprint, issued.wire_sequence, p, *selector_,
-                   [this](const algo::Schedule& s, ExecContext& ctx) { return runContext(s, ctx); }, refused);
-}
-
-// Every member's schedule side by side in one, so a rank's grouped sends and receives make
-// progress together (a ring of ranks that all send before they receive cannot deadlock).
-Status CommunicatorImpl::executeGroup(const OpRequest& group, algo::BuildParams p, std::string* algorithm) {
-  std::vector<algo::Schedule> parts;
-  ExecContext ctx;
-  for (const OpRequest& m : *group.members) {
-    p.root = m.root;
-    p.count = m.count;
-    p.elem_size = sizeOf(m.type);
-    parts.push_back(m.kind == OpKind::send ? algo::buildSend(p) : algo::buildRecv(p));
-    ctx.ops.push_back({m.input, m.output, messageTag(m, "")});
-  }
-  algo::Schedule fused = algo::fuseSchedules(std::move(parts));
-  *algorithm = fused.algorithm;
-  return runContext(fused, ctx);
-}
-
-Status CommunicatorImpl::run(const CachedSchedule& cached, const OpRequest& op, uint64_t tag, const void* input,
-                             void* output) {
-  ExecContext& ctx = op_ctx_;
-  ctx.ops.clear();
-  ctx.ops.push_back({input, output, tag});
-  ctx.type = op.type;
-  ctx.op = op.op;
-  prepareContext(ctx);
-  ctx.stream_receives = op.bytes() >= config_.stream_bytes;
-  if (op.bytes() >= kBandwidthBoundBytes) ctx.spin = {};
-  return coll::execute(cached.schedule, cached.plan, ctx, &exec_state_);
-}
-
-Status CommunicatorImpl::runContext(const algo::Schedule& schedule, ExecContext& ctx) {
-  prepareContext(ctx);
-  return coll::execute(schedule, ctx);
-}
-
-void CommunicatorImpl::prepareContext(ExecContext& ctx) {
-  ctx.nranks = size_;
-  ctx.deadline = transport::Clock::now() + config_.timeout;
-  ctx.scratch = &scratch_;
-  ctx.spin = std::chrono::microseconds(config_.socket_spin_us);
-  ctx.connect = [this, &ctx](int peer, transport::Connection** conn, transport::Transport** via) {
-    return transports_.connect(peer, ctx.deadline, conn, via);
-  };
-}
-
 std::string CommunicatorImpl::opLabel(const OpRequest& op, const std::string& algorithm) const {
   std::string label = format("%s #%llu (", toString(op.kind), static_cast<unsigned long long>(op.work->sequence));
   if (!algorithm.empty()) label += algorithm + ", ";
@@ -528,8 +361,9 @@ void CommunicatorImpl::fail(const Error& error) {
     pending.swap(queue_);
     queued_.store(0, std::memory_order_relaxed);
   }
-  transports_.abort(format("rank %d aborted after: %s", rank_, error.what()));
-  if (p2p_) p2p_->abort(format("rank %d aborted after: %s", rank_, error.what()));
+  const std::string reason = format("rank %d aborted after: %s", rank_, error.what());
+  transports_.abort(reason);
+  for (ExecutionPath* path : paths_) path->abort(reason);
   {
     // After abort(): the progress() this wakes must see the transport aborted.
     std::lock_guard<std::mutex> lock(mu_);
@@ -549,10 +383,7 @@ void CommunicatorImpl::abort(const std::string& reason) {
   fail(Error(ErrorCode::PeerLost, format("rank %d: %s", rank_, reason.c_str())));
 }
 
-std::optional<Error> CommunicatorImpl::asyncError() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return first_error_;
-}
+std::optional<Error> CommunicatorImpl::asyncError() const { return firstError(); }
 
 std::string CommunicatorImpl::describe() const {
   return format("rank %d of %d (local rank %d of %d, %d host(s)): %s", rank_, size_, local_rank_, hosts_.local_size,

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "base/log.h"
-#include "topology/json.h"
+#include "base/json.h"
 
 namespace coll {
 namespace {
@@ -32,7 +32,7 @@ int nextNumber() {
 }
 
 // A JSON string literal, quotes included.
-std::string quoted(const std::string& s) { return topology::Json(s).dump(); }
+std::string quoted(const std::string& s) { return Json(s).dump(); }
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// The settings of the point-to-point engine's own transports (exec/p2p_engine.h): its
+// The settings of the point-to-point engine's own transports (p2p/engine.h): its
 // connections carry envelopes and point-to-point payloads only, so fewer, smaller shared-
 // memory slots than the collectives' (a quarter of their memory per peer), one TCP stream per
 // peer, and no small-op board. coll-doctor sizes /dev/shm with it.

@@ -152,20 +152,22 @@ void CommunicatorImpl::runOp(OpRequest& op, const std::optional<Error>& failed) 
     return;
   }
   link_->beat();
-  std::string algorithm;
-  bool refused = false;
+  // The path the op was issued to: nothing its choice depends on changes while an op is queued
+  // (setAlgorithms refuses then).
+  ExecutionPath& path = pathFor(op);
+  RunReport report;
   const auto started = trace_ ? Clock::now() : Clock::time_point{};  // no clock read untraced
-  Status st = execute(op, &algorithm, &refused);
+  Status st = path.run(op, &report);
   if (trace_)
-    trace_->record({toString(op.kind), algorithm, op.work->sequence, op.bytes(), op.enqueued, started, Clock::now(),
-                    st.isOk()});
+    trace_->record({toString(op.kind), report.algorithm, op.work->sequence, op.bytes(), op.enqueued, started,
+                    Clock::now(), st.isOk()});
   ledger_.completed(st.isOk());
   if (st) {
     complete(op, std::nullopt);
-  } else if (refused) {  // every rank refused it before data moved: the communicator is intact
-    complete(op, st.toError(opLabel(op, algorithm)));
+  } else if (report.refused) {  // every rank refused it before data moved: the communicator is intact
+    complete(op, st.toError(opLabel(op, report.algorithm)));
   } else {
-    onFailure(op, st.toError(opLabel(op, algorithm)));
+    onFailure(op, st.toError(opLabel(op, report.algorithm)));
   }
   link_->beat();
 }

@@ -27,7 +27,6 @@ struct OpRequest {
   ReduceOp op = ReduceOp::sum;
   int root = -1;                // rooted collectives; the peer for send/recv (recv: -1 = any source)
   int tag = 0;                  // send/recv: matched by (peer, tag); >= 0
-  uint64_t board_ticket = 0;    // posted on the small-op board at issue (0: not posted)
   uint64_t wire_sequence = 0;   // in the message tag: per communicator, or per peer for p2p
   std::shared_ptr<detail::WorkState> work;
   std::shared_ptr<std::vector<OpRequest>> members;  // kind == group: the grouped ops

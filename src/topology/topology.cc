@@ -67,7 +67,7 @@ std::string Topology::layoutHash() const {
   return format("%016llx", static_cast<unsigned long long>(hash));
 }
 
-Topology topologyFromGrouping(const HostGrouping& hosts) {
+Topology topologyFromGrouping(const bootstrap::HostGrouping& hosts) {
   Topology t;
   t.ranks_of_host = hosts.ranks_of_host;
   t.nranks = 0;

@@ -11,7 +11,7 @@
 #include "base/status.h"
 #include "topology/detector.h"
 #include "bootstrap/host_grouping.h"
-#include "topology/json.h"
+#include "base/json.h"
 #include "topology/leaf_switches.h"
 
 namespace coll::topology {
@@ -55,7 +55,7 @@ struct Topology {
 };
 
 // The layout of a grouping with the documented default link figures (no probe yet).
-Topology topologyFromGrouping(const HostGrouping& hosts);
+Topology topologyFromGrouping(const bootstrap::HostGrouping& hosts);
 // The documented constants, used when COLL_PROBE=0 or a link class was not probed.
 LinkParams defaultIntraHostLink();
 LinkParams defaultInterHostLink();

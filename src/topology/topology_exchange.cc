@@ -27,7 +27,7 @@ Status exchangeHardware(const ProbeContext& ctx, Topology* topo) {
   return Status::ok();
 }
 
-Status loadForJob(const std::string& path, const HostGrouping& hosts, Topology* out) {
+Status loadForJob(const std::string& path, const bootstrap::HostGrouping& hosts, Topology* out) {
   COLL_RETURN_IF_ERROR(loadTopologyFile(path, out));
   const int job_ranks = static_cast<int>(hosts.host_of_rank.size());
   if (out->nranks != job_ranks)
@@ -41,7 +41,7 @@ Status loadForJob(const std::string& path, const HostGrouping& hosts, Topology* 
 
 }  // namespace
 
-Status buildJobTopology(const TopologyOptions& options, const ProbeContext& ctx, const HostGrouping& hosts,
+Status buildJobTopology(const TopologyOptions& options, const ProbeContext& ctx, const bootstrap::HostGrouping& hosts,
                         Topology* out) {
   if (!options.load_file.empty()) {
     COLL_RETURN_IF_ERROR(loadForJob(options.load_file, hosts, out));

@@ -21,7 +21,7 @@ struct TopologyOptions {
 
 // Collective over the job. A file whose rank count differs from the job's is refused
 // (InvalidArgument naming both); a failed probe fails init with the peer named.
-Status buildJobTopology(const TopologyOptions& options, const ProbeContext& ctx, const HostGrouping& hosts,
+Status buildJobTopology(const TopologyOptions& options, const ProbeContext& ctx, const bootstrap::HostGrouping& hosts,
                         Topology* out);
 
 }  // namespace coll::topology

@@ -101,7 +101,7 @@ NetworkCaps localCaps(const Config& config, const PeerDirectory& directory, std:
 }
 
 // The transport for the peers on other hosts, agreed by all ranks; nullptr means sockets.
-Status createNetwork(const Config& config, const PeerDirectory& directory, const topology::HostGrouping& hosts,
+Status createNetwork(const Config& config, const PeerDirectory& directory, const bootstrap::HostGrouping& hosts,
                      std::unique_ptr<Transport>* out, NetworkChoice* choice) {
   std::unique_ptr<Transport> verbs;
   NetworkCaps caps = localCaps(config, directory, &verbs);
@@ -131,7 +131,7 @@ Status checkNames(const Config& config) {
 
 }  // namespace
 
-Status createTransports(const Config& config, const PeerDirectory& directory, const topology::HostGrouping& hosts,
+Status createTransports(const Config& config, const PeerDirectory& directory, const bootstrap::HostGrouping& hosts,
                         TransportSet* out) {
   COLL_RETURN_IF_ERROR(checkNames(config));
   const std::string& forced = config.transport;

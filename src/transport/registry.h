@@ -28,6 +28,6 @@ struct TransportSet {
 };
 
 Status createTransports(const Config& config, const PeerDirectory& directory,
-                        const topology::HostGrouping& hosts, TransportSet* out);
+                        const bootstrap::HostGrouping& hosts, TransportSet* out);
 
 }  // namespace coll::transport

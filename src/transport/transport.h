@@ -1,5 +1,5 @@
-// The transport contract every way of moving bytes implements (socket today; shm, ucx,
-// verbs and cuda_ipc later). Algorithms never see a transport: the executor talks to
+// The transport contract every way of moving bytes implements (shm, socket, ucx and verbs;
+// device buffers go through src/cuda/). Algorithms never see a transport: the executor talks to
 // Connections on their behalf.
 //
 // Threading: a Transport and its Connections are used by one thread, the communicator's

@@ -1,4 +1,4 @@
-// Point-to-point that progresses on its own (include/coll/communicator.h, exec/p2p_engine.h):
+// Point-to-point that progresses on its own (include/coll/communicator.h, p2p/engine.h):
 // the exchanges that deadlocked when sends and receives ran one at a time in issue order
 // (issue 23), on forked ranks, with the default transports (shared memory on this host) and
 // again over sockets only (tests/CMakeLists.txt):

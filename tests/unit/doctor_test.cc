@@ -169,7 +169,7 @@ TEST(DoctorReport, SurvivesItsJsonRoundTrip) {
   HostReport back;
   ASSERT_TRUE(fromJson(toJson(h), &back));
   EXPECT_EQ(toJson(back).dump(), toJson(h).dump());
-  EXPECT_FALSE(fromJson(topology::Json(3), &back));
+  EXPECT_FALSE(fromJson(Json(3), &back));
 }
 
 TEST(DoctorReport, OfThisHostNamesAnInterfaceAndTheShmNeed) {

@@ -1,4 +1,4 @@
-// The cost model's host-link loads (topology/link_load.h) against the schedules the builders
+// The cost model's host-link loads (select/link_load.h) against the schedules the builders
 // emit: every rank's sends to a rank on another host, summed per host and direction.
 #include <gtest/gtest.h>
 
@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "algorithms/catalog.h"
-#include "topology/link_load.h"
+#include "select/link_load.h"
 
-namespace coll::topology {
+namespace coll::select {
+using topology::LeafSwitches;
 namespace {
 
 using algo::Collective;
@@ -120,4 +121,4 @@ TEST(LinkLoad, LeafUplinksMatchTheBuilders) {
 }
 
 }  // namespace
-}  // namespace coll::topology
+}  // namespace coll::select

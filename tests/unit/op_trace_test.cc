@@ -9,7 +9,7 @@
 #include <string>
 
 #include "comm/op_trace.h"
-#include "topology/json.h"
+#include "base/json.h"
 
 namespace coll {
 namespace {
@@ -54,13 +54,13 @@ TEST(OpTrace, WritesEveryOpWithItsQueueWaitAndRun) {
   trace.record({"broadcast", "", 8, 3, t0 + microseconds(2000), t0 + microseconds(2000), t0 + microseconds(2010),
                 false});
   ASSERT_TRUE(trace.write().isOk());
-  topology::Json j;
-  ASSERT_TRUE(topology::Json::parse(slurp(path), &j).isOk()) << slurp(path);
+  Json j;
+  ASSERT_TRUE(Json::parse(slurp(path), &j).isOk()) << slurp(path);
   EXPECT_EQ(j["otherData"]["rank"].number(), 2);
   EXPECT_EQ(j["otherData"]["communicator"].string(), "torch");
   EXPECT_EQ(j["otherData"]["pid"].number(), ::getpid());
   int runs = 0, waits = 0;
-  for (const topology::Json& e : j["traceEvents"].items()) {
+  for (const Json& e : j["traceEvents"].items()) {
     if (e["ph"].string() != "X") continue;
     EXPECT_EQ(e["pid"].number(), 2);
     if (e["tid"].number() == 2) {
@@ -69,7 +69,7 @@ TEST(OpTrace, WritesEveryOpWithItsQueueWaitAndRun) {
       continue;
     }
     ++runs;
-    const topology::Json& a = e["args"];
+    const Json& a = e["args"];
     if (a["sequence"].number() == 7) {
       EXPECT_EQ(e["name"].string(), "allreduce (hierarchical) 16 MiB");
       EXPECT_NEAR(e["dur"].number(), 1000, 1);

@@ -1,4 +1,4 @@
-// p2p::Matcher (src/exec/p2p_matcher.h): MPI's matching rules, checked on scenarios and against
+// p2p::Matcher (src/p2p/matcher.h): MPI's matching rules, checked on scenarios and against
 // a brute-force model on random interleavings of posts and arrivals.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "exec/p2p_matcher.h"
+#include "p2p/matcher.h"
 
 namespace coll::p2p {
 namespace {

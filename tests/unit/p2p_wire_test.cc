@@ -1,11 +1,11 @@
-// The p2p envelope (src/exec/p2p_wire.h): every field survives the trip, and whatever a peer
+// The p2p envelope (src/p2p/wire.h): every field survives the trip, and whatever a peer
 // could send wrong is refused with Mismatch naming it.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <limits>
 
-#include "exec/p2p_wire.h"
+#include "p2p/wire.h"
 
 namespace coll::p2p {
 namespace {

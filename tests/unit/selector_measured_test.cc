@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "base/log.h"
-#include "topology/selector.h"
+#include "select/selector.h"
 
-namespace coll::topology {
+namespace coll::select {
+using namespace coll::topology;  // Topology, LeafSwitches: what the selection is made over
+using bootstrap::HostGrouping;
 namespace {
 
 using algo::Collective;
@@ -201,4 +203,4 @@ TEST(SelectorMeasuredChangeDetector, FinalWithAnOpsStepCostFittedToTheTables) {
 }
 
 }  // namespace
-}  // namespace coll::topology
+}  // namespace coll::select

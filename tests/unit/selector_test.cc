@@ -1,15 +1,17 @@
 // COLL_ALGO grammar and the selector's rules, without any ranks.
 #include <gtest/gtest.h>
 
-#include "topology/algo_override.h"
-#include "topology/cost_model.h"
+#include "select/algo_override.h"
+#include "select/cost_model.h"
 #include <cstdlib>
 
 #include "base/log.h"
-#include "topology/json.h"
-#include "topology/selector.h"
+#include "base/json.h"
+#include "select/selector.h"
 
-namespace coll::topology {
+namespace coll::select {
+using namespace coll::topology;  // Topology, LeafSwitches: what the selection is made over
+using bootstrap::HostGrouping;
 namespace {
 
 using algo::Collective;
@@ -318,4 +320,4 @@ TEST(Selector, AGroupingWithoutRanksUsesDefaultFigures) {
 }
 
 }  // namespace
-}  // namespace coll::topology
+}  // namespace coll::select

@@ -7,11 +7,12 @@
 #include <fstream>
 
 #include "topology/detector.h"
-#include "topology/json.h"
+#include "base/json.h"
 #include "topology/topology.h"
-#include "topology/tuning.h"
+#include "select/tuning.h"
 
 namespace coll::topology {
+using bootstrap::HostGrouping;
 namespace {
 
 Topology twoByTwo() {
@@ -141,7 +142,7 @@ TEST(TopologyHash, IgnoresMeasuredLinksButNotLayout) {
 }
 
 TEST(Tuning, LookupTakesTheNearestSizeWithinTheMeasuredRange) {
-  TuningTable t;
+  select::TuningTable t;
   t.entries = {{algo::Collective::allreduce, 1024, "direct", 1e-4}, {algo::Collective::allreduce, 1 << 20, "ring", 1e-2}};
   EXPECT_EQ(t.lookup(algo::Collective::allreduce, 2048)->algorithm, "direct");
   EXPECT_EQ(t.lookup(algo::Collective::allreduce, 512 << 10)->algorithm, "ring");
@@ -149,9 +150,9 @@ TEST(Tuning, LookupTakesTheNearestSizeWithinTheMeasuredRange) {
   EXPECT_EQ(t.lookup(algo::Collective::allreduce, 1 << 30), nullptr);
   EXPECT_EQ(t.lookup(algo::Collective::broadcast, 1024), nullptr);
   Json j;
-  ASSERT_TRUE(Json::parse(toJson(t).dump(), &j).isOk());
-  TuningTable back;
-  ASSERT_TRUE(fromJson(j, &back).isOk());
+  ASSERT_TRUE(Json::parse(select::toJson(t).dump(), &j).isOk());
+  select::TuningTable back;
+  ASSERT_TRUE(select::fromJson(j, &back).isOk());
   ASSERT_EQ(back.entries.size(), 2u);
   EXPECT_EQ(back.entries[1].algorithm, "ring");
   EXPECT_EQ(back.entries[1].bytes, size_t{1} << 20);

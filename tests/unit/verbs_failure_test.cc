@@ -152,7 +152,7 @@ TEST(VerbsFailure, NoDeviceMeansUnsupportedWithTheProbesReason) {
   EXPECT_TRUE(has(st, "verbs: no RDMA device")) << st.message();
   Config forced;
   forced.transport = "verbs";
-  topology::HostGrouping hosts;
+  bootstrap::HostGrouping hosts;
   hosts.host_of_rank = {"a", "b"};
   hosts.num_hosts = 2;
   TransportSet set;

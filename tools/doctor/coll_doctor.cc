@@ -22,7 +22,7 @@ namespace coll::doctor {
 namespace {
 
 using bootstrap::Clock;
-using topology::Json;
+using coll::Json;
 constexpr const char* kPrefix = "coll-doctor/";
 
 struct Options {

@@ -20,7 +20,7 @@
 namespace coll::doctor {
 namespace {
 
-using topology::Json;
+using coll::Json;
 
 int readMtu(const std::string& ifname) {
   std::ifstream f("/sys/class/net/" + ifname + "/mtu");
@@ -98,7 +98,7 @@ HostReport collectHostReport(const Config& config, int rank, const std::string& 
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);
   r.hostname = name;
-  r.host_id = topology::localHostId(config.host_id, rank);
+  r.host_id = bootstrap::localHostId(config.host_id, rank);
   r.interfaces = listInterfaces();
   transport::socket::ChosenInterface chosen;
   if (Status st = transport::socket::chooseInterface(config.socket_ifname, store_host, &chosen); !st) {

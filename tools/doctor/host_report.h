@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/config.h"
-#include "topology/json.h"
+#include "base/json.h"
 
 namespace coll::doctor {
 
@@ -48,8 +48,8 @@ HostReport collectHostReport(const Config& config, int rank, const std::string& 
 // The /dev/shm bytes one rank reserves for each of its local peers under `config`.
 uint64_t shmBytesPerPeer(const Config& config);
 
-topology::Json toJson(const HostReport& report);
-Status fromJson(const topology::Json& json, HostReport* out);
+Json toJson(const HostReport& report);
+Status fromJson(const Json& json, HostReport* out);
 
 // One line per finding on this host alone (no peers needed), for the rank's own output when
 // the store cannot be reached, and for init's log under COLL_DEBUG=INFO.

@@ -6,7 +6,7 @@
 
 #include "base/log.h"
 #include "rate.h"
-#include "topology/json.h"
+#include "base/json.h"
 
 namespace coll::sim {
 namespace {
@@ -119,15 +119,15 @@ Status clusterFromFlags(const ClusterFlags& f, ClusterModel* out) {
 Status clusterFromFile(const std::string& path, const ClusterFlags& cluster_flags, const std::vector<std::string>& given,
                        ClusterModel* out) {
   const Fabric& flags = cluster_flags.fabric;
-  topology::Json j;
+  Json j;
   Status st;
-  if (!topology::Json::parseFile(path, &j, &st)) return invalidArgument("cannot read topology file " + path);
+  if (!Json::parseFile(path, &j, &st)) return invalidArgument("cannot read topology file " + path);
   if (!st) return st;
   ClusterModel m;
   m.from_file = true;
   st = topology::fromJson(j, &m.topo);
   if (!st) return invalidArgument(path + ": " + st.message());
-  const topology::Json& fab = j["fabric"];  // an object, or absent: fromJson checked
+  const Json& fab = j["fabric"];  // an object, or absent: fromJson checked
   auto integer = [&](const char* key, int fallback, int* v) -> Status {
     if (!fab.has(key)) return (*v = fallback, Status::ok());
     const double d = fab[key].number(NAN);

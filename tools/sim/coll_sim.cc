@@ -11,8 +11,8 @@
 #include "sim_engine.h"
 #include "sim_options.h"
 #include "sim_report.h"
-#include "topology/cost_model.h"
-#include "topology/selector.h"
+#include "select/cost_model.h"
+#include "select/selector.h"
 
 using namespace coll;
 using namespace coll::sim;
@@ -48,8 +48,8 @@ Row simulateRow(const ClusterModel& m, const topology::Topology& probed, const S
   Row row;
   row.algorithm = a->name;
   row.bytes = bytes;
-  const topology::Prediction p =
-      topology::predictTime(o.collective, a->name, bytes, o.elem_size, probed, o.slice_bytes);
+  const select::Prediction p =
+      select::predictTime(o.collective, a->name, bytes, o.elem_size, probed, o.slice_bytes);
   row.model_s = p.supported ? p.seconds : -1;
   if (!p.supported && std::string(a->name) == "hierarchical") {
     row.refused = p.why_not;  // its builder would fall back to ring: say so rather than time ring
@@ -102,13 +102,13 @@ int main(int argc, char** argv) {
   }
   Report report(o, m);
   const topology::Topology probed = m.probedTopology();
-  topology::Selector selector({}, probed, o.slice_bytes);
+  select::Selector selector({}, probed, o.slice_bytes);
   std::vector<size_t> sizes;
   for (size_t s : simSizes(o)) sizes.push_back(s / o.elem_size * o.elem_size);
   std::map<std::string, std::vector<Row>> tables;
   std::vector<Row> chosen;
   for (size_t bytes : sizes) {
-    const topology::Choice choice = selector.modelChoice(o.collective, bytes, o.elem_size);
+    const select::Choice choice = selector.modelChoice(o.collective, bytes, o.elem_size);
     const Row* same = nullptr;
     for (const algo::AlgorithmInfo* a : algos) {
       Row row = simulateRow(m, probed, o, a, bytes, &st);

@@ -1,4 +1,4 @@
-#include "exec/p2p_matcher.h"
+#include "p2p/matcher.h"
 
 #include <algorithm>
 

@@ -1,11 +1,11 @@
-#include "topology/algo_override.h"
+#include "select/algo_override.h"
 
 #include <cstdlib>
 #include <sstream>
 
 #include "base/log.h"
 
-namespace coll::topology {
+namespace coll::select {
 namespace {
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -90,4 +90,4 @@ const AlgoRule* matchRule(const std::vector<AlgoRule>& rules, algo::Collective c
   return nullptr;
 }
 
-}  // namespace coll::topology
+}  // namespace coll::select

@@ -1,14 +1,14 @@
-#include "topology/cost_model.h"
+#include "select/cost_model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "topology/link_load.h"
-#include "topology/message_count.h"
+#include "select/link_load.h"
+#include "select/message_count.h"
 
-namespace coll::topology {
+namespace coll::select {
 namespace {
 
 // The figures every formula uses, derived once per prediction.
@@ -24,7 +24,7 @@ struct Net {
   messages::Shape shape;  // elements, slices, layout: what the message counts need
   double C;            // what contention adds to a step in which every rank sends (busy - idle α)
   std::vector<int> host_of;  // host of each rank, for the patterns' link loads (link_load.h)
-  LeafSwitches leaves;       // the spine, where a topology file describes one
+  topology::LeafSwitches leaves;       // the spine, where a topology file describes one
   // direct's every-rank-to-every-rank traffic over a leaf's uplink, in host links, as
   // L(n-L) is over a host's: the leaf's ranks each send the ranks under other leaves a chunk.
   double uplinkShare() const {
@@ -126,7 +126,7 @@ struct Net {
 // all-reduce (2 elements, so most of rhd's and ring's chunks are empty) measured rhd 178 us,
 // rd 215, ring 341; the model gives rhd 6 steps at a third busy 166, rd 3 busy steps 210,
 // ring 14 steps at a quarter busy 313. One host here; across hosts, idleInterAlpha().
-double contentionPerStep(const Topology& t) { return std::max(0.0, t.loaded_step_s - t.intra.alpha_s); }
+double contentionPerStep(const topology::Topology& t) { return std::max(0.0, t.loaded_step_s - t.intra.alpha_s); }
 
 // Across hosts the loaded step is what a busy step costs, intra-host ones included, and the
 // idle inter-host α only floors the steps in which few ranks send (busy()); where the idle α
@@ -138,21 +138,21 @@ double contentionPerStep(const Topology& t) { return std::max(0.0, t.loaded_step
 // about as much as the crossing ones, not the intra-host α (1-1.5 us); on 4 x 2 a step took
 // 50-75 us (loaded 58-85 us, once 31). docs/perf/selector_{2x2,4x2}.log.
 // Returns the idle crossing α; *busy gets what contention adds to it.
-double idleInterAlpha(const Topology& t, double* busy) {
+double idleInterAlpha(const topology::Topology& t, double* busy) {
   const double step = t.loaded_step_s > 0 ? t.loaded_step_s : t.inter.alpha_s;
   const double idle = std::min(t.inter.alpha_s, step);
   *busy = step - idle;
   return idle;
 }
 
-std::vector<int> hostOfEachRank(const Topology& t) {
+std::vector<int> hostOfEachRank(const topology::Topology& t) {
   std::vector<int> host_of(static_cast<size_t>(t.nranks), 0);
   for (size_t h = 0; h < t.ranks_of_host.size(); ++h)
     for (int r : t.ranks_of_host[h]) host_of[static_cast<size_t>(r)] = static_cast<int>(h);
   return host_of;
 }
 
-Net netOf(const Topology& t, size_t bytes, size_t elem_size, size_t slice_bytes) {
+Net netOf(const topology::Topology& t, size_t bytes, size_t elem_size, size_t slice_bytes) {
   Net x;
   x.n = t.nranks;
   x.H = t.numHosts();
@@ -225,7 +225,7 @@ Prediction directAllreduce(const Net& x) {
 // rest (Net::total()).
 // With few elements its inter-host rings carry empty chunks, but its intra-host phases do
 // not, so every step is charged as busy (4 x 2 at 8 B: 312 us measured for 8 steps).
-Prediction hierarchicalAllreduce(const Net& x, const Topology& t) {
+Prediction hierarchicalAllreduce(const Net& x, const topology::Topology& t) {
   if (!x.multi) return refuse("one host: nothing to split across hosts");
   if (!t.balanced() || x.L < 2) return refuse("needs every host to hold the same number (>1) of ranks");
   // The phases inside a host send each peer its part chunk by chunk (H chunks, or the part's
@@ -351,7 +351,7 @@ bool is(const char* a, const char* b) { return std::strcmp(a, b) == 0; }
 
 }  // namespace
 
-Prediction predictTime(algo::Collective c, const char* a, size_t bytes, size_t elem_size, const Topology& topo,
+Prediction predictTime(algo::Collective c, const char* a, size_t bytes, size_t elem_size, const topology::Topology& topo,
                        size_t slice_bytes) {
   const Net x = netOf(topo, bytes, elem_size, slice_bytes);
   using algo::Collective;
@@ -386,4 +386,4 @@ Prediction predictTime(algo::Collective c, const char* a, size_t bytes, size_t e
   return refuse("no cost formula for it (cost_model.cc)");
 }
 
-}  // namespace coll::topology
+}  // namespace coll::select

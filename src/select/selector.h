@@ -1,7 +1,7 @@
 // Chooses the algorithm for each (collective, size): a COLL_ALGO rule when one matches, else a
 // tuned choice (COLL_TUNE's measurements) when one covers the size, else the algorithm of the
 // catalogue with the smallest predicted time under the α-β-γ cost model (cost_model.h) on the
-// job's Topology. Every distinct choice is logged once at INFO (subsystem TUNE) with its
+// job's topology::Topology. Every distinct choice is logged once at INFO (subsystem TUNE) with its
 // predicted time and every rejected candidate's time or reason, so no selection is silent.
 //
 // Threading: one thread (the progress thread) calls choose(); the rest is set up before.
@@ -16,12 +16,12 @@
 
 #include "algorithms/catalog.h"
 #include "algorithms/slice_size.h"
-#include "topology/algo_override.h"
+#include "select/algo_override.h"
 #include "bootstrap/host_grouping.h"
 #include "topology/topology.h"
-#include "topology/tuning.h"
+#include "select/tuning.h"
 
-namespace coll::topology {
+namespace coll::select {
 
 struct Rejected {
   std::string algorithm;
@@ -39,10 +39,10 @@ struct Choice {
 class Selector {
  public:
   // slice_bytes: the pipelining unit (COLL_SLICE_BYTES), which the model's chain needs.
-  Selector(std::vector<AlgoRule> rules, Topology topology, size_t slice_bytes = 512 << 10, TuningTable tuning = {});
+  Selector(std::vector<AlgoRule> rules, topology::Topology topology, size_t slice_bytes = 512 << 10, TuningTable tuning = {});
   // A layout without measurements: the documented default link figures.
-  Selector(std::vector<AlgoRule> rules, const HostGrouping& hosts, size_t slice_bytes = 512 << 10)
-      : Selector(std::move(rules), topologyFromGrouping(hosts), slice_bytes) {}
+  Selector(std::vector<AlgoRule> rules, const bootstrap::HostGrouping& hosts, size_t slice_bytes = 512 << 10)
+      : Selector(std::move(rules), topology::topologyFromGrouping(hosts), slice_bytes) {}
 
   // elem_size: bytes per element (the model counts the empty chunks of small buffers); 4 where
   // a caller has no data type (float32, what the benches and tables reduce).
@@ -52,7 +52,7 @@ class Selector {
   Choice modelChoice(algo::Collective collective, size_t bytes, size_t elem_size = 4) const;
   // A COLL_ALGO rule decides this (collective, size): no shortcut may bypass the selector.
   bool forced(algo::Collective collective, size_t bytes) const { return matchRule(rules_, collective, bytes) != nullptr; }
-  const Topology& topology() const { return topology_; }
+  const topology::Topology& topology() const { return topology_; }
   void setTuning(TuningTable tuning) { tuning_ = std::move(tuning); cache_.clear(); }
   void setRules(std::vector<AlgoRule> rules) { rules_ = std::move(rules); cache_.clear(); }
   // COLL_DETERMINISTIC=1: reductions always run "ordered" (algorithms/ordered_reduce.h), over
@@ -71,7 +71,7 @@ class Selector {
   void logOnce(algo::Collective collective, size_t bytes, const Choice& c);
 
   std::vector<AlgoRule> rules_;
-  Topology topology_;
+  topology::Topology topology_;
   size_t slice_bytes_;
   TuningTable tuning_;
   bool deterministic_ = false;
@@ -85,4 +85,4 @@ std::string formatSeconds(double s);
 // "direct 120 us; hierarchical 365 us; ring: needs ..." for logs.
 std::string describeRejected(const std::vector<Rejected>& rejected);
 
-}  // namespace coll::topology
+}  // namespace coll::select

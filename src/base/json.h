@@ -11,7 +11,7 @@
 
 #include "base/status.h"
 
-namespace coll::topology {
+namespace coll {
 
 class Json {
  public:
@@ -68,4 +68,4 @@ class Json {
   std::vector<std::pair<std::string, Json>> members_;
 };
 
-}  // namespace coll::topology
+}  // namespace coll

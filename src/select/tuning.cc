@@ -1,4 +1,4 @@
-#include "topology/tuning.h"
+#include "select/tuning.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 
 #include "base/log.h"
 
-namespace coll::topology {
+namespace coll::select {
 
 const TunedEntry* TuningTable::lookup(algo::Collective collective, size_t bytes) const {
   const TunedEntry* best = nullptr;
@@ -97,4 +97,4 @@ std::string defaultTuningPath(const std::string& configured, const std::string& 
   return base + "/coll/tune-" + layout_hash + ".json";
 }
 
-}  // namespace coll::topology
+}  // namespace coll::select

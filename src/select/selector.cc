@@ -1,13 +1,13 @@
-#include "topology/selector.h"
+#include "select/selector.h"
 
 #include <algorithm>
 
 #include "base/log.h"
-#include "topology/cost_model.h"
+#include "select/cost_model.h"
 
-namespace coll::topology {
+namespace coll::select {
 
-Selector::Selector(std::vector<AlgoRule> rules, Topology topology, size_t slice_bytes, TuningTable tuning)
+Selector::Selector(std::vector<AlgoRule> rules, topology::Topology topology, size_t slice_bytes, TuningTable tuning)
     : rules_(std::move(rules)), topology_(std::move(topology)), slice_bytes_(slice_bytes), tuning_(std::move(tuning)) {}
 
 std::string formatSeconds(double s) {
@@ -47,7 +47,7 @@ Choice Selector::modelChoice(algo::Collective collective, size_t bytes, size_t e
   } else {
     c.reason = format("cost model: fastest of %zu on %d host(s) x %d rank(s)", priced.size(), topology_.numHosts(),
                       topology_.maxRanksPerHost());
-    const LeafSwitches& leaves = topology_.leaves;
+    const topology::LeafSwitches& leaves = topology_.leaves;
     if (leaves.leaves(topology_.numHosts()) > 1)
       c.reason += format(", %d per leaf switch at %g:1", leaves.hosts_per_leaf, leaves.oversubscription);
   }
@@ -113,4 +113,4 @@ void Selector::logOnce(algo::Collective collective, size_t bytes, const Choice& 
             c.reason.c_str(), describeRejected(c.rejected).c_str());
 }
 
-}  // namespace coll::topology
+}  // namespace coll::select

@@ -16,16 +16,16 @@
 
 #include "algorithms/catalog.h"
 #include "topology/link_probe.h"
-#include "topology/tuning.h"
+#include "select/tuning.h"
 
-namespace coll::topology {
+namespace coll::select {
 
 // Runs one all-reduce of `bytes` with the given algorithm over the job; *seconds: this rank's
 // time for it.
 using TimedAllreduce = std::function<Status(const algo::AlgorithmInfo&, size_t bytes, double* seconds)>;
 
 // Collective. `path`: the tuning file (defaultTuningPath). Logs at INFO (TUNE) what it did.
-Status autotune(const ProbeContext& ctx, const std::string& path, const std::string& layout_hash,
+Status autotune(const topology::ProbeContext& ctx, const std::string& path, const std::string& layout_hash,
                 const TimedAllreduce& run, TuningTable* out);
 
-}  // namespace coll::topology
+}  // namespace coll::select

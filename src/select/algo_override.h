@@ -13,7 +13,7 @@
 #include "algorithms/catalog.h"
 #include "base/status.h"
 
-namespace coll::topology {
+namespace coll::select {
 
 struct AlgoRule {
   std::optional<algo::Collective> collective;  // empty: any collective that has the algorithm
@@ -28,4 +28,4 @@ Status parseAlgoOverride(const std::string& text, std::vector<AlgoRule>* rules);
 
 const AlgoRule* matchRule(const std::vector<AlgoRule>& rules, algo::Collective collective, size_t bytes);
 
-}  // namespace coll::topology
+}  // namespace coll::select

@@ -1,12 +1,12 @@
-#include "topology/autotune.h"
+#include "select/autotune.h"
 
 #include <algorithm>
 #include <vector>
 
 #include "base/log.h"
-#include "topology/selector.h"
+#include "select/selector.h"
 
-namespace coll::topology {
+namespace coll::select {
 namespace {
 
 // Sizes a factor 16 apart: the table answers for each size the nearest measured one (up to a
@@ -54,7 +54,7 @@ Status measureAll(const TimedAllreduce& run, const std::string& hash, TuningTabl
 
 }  // namespace
 
-Status autotune(const ProbeContext& ctx, const std::string& path, const std::string& layout_hash,
+Status autotune(const topology::ProbeContext& ctx, const std::string& path, const std::string& layout_hash,
                 const TimedAllreduce& run, TuningTable* out) {
   const std::string key = ctx.key_prefix + "tune/";
   if (ctx.rank == 0) {
@@ -83,4 +83,4 @@ Status autotune(const ProbeContext& ctx, const std::string& path, const std::str
   return fromJson(j, out);
 }
 
-}  // namespace coll::topology
+}  // namespace coll::select

@@ -1,4 +1,4 @@
-#include "topology/json.h"
+#include "base/json.h"
 
 #include <cmath>
 #include <cstdio>
@@ -8,7 +8,7 @@
 
 #include "base/log.h"
 
-namespace coll::topology {
+namespace coll {
 
 const std::string& Json::string() const {
   static const std::string empty;
@@ -257,4 +257,4 @@ Status Json::parse(const std::string& text, Json* out) {
   return Parser(text).parseDocument(out);
 }
 
-}  // namespace coll::topology
+}  // namespace coll

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "coll/error.h"
-#include "exec/p2p_matcher.h"
+#include "p2p/matcher.h"
 #include "exec/work_state.h"
 #include "transport/transport.h"
 

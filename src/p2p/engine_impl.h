@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "base/fd_io.h"
-#include "exec/p2p_engine.h"
-#include "exec/p2p_wire.h"
+#include "p2p/engine.h"
+#include "p2p/wire.h"
 
 namespace coll::p2p {
 

@@ -1,5 +1,5 @@
 // A table of measured choices (COLL_TUNE): for some (collective, size) the algorithm that was
-// fastest when measured on this topology. Stored as JSON keyed by Topology::layoutHash(), so a
+// fastest when measured on this topology. Stored as JSON keyed by topology::Topology::layoutHash(), so a
 // later run on the same machines reuses it instead of measuring again.
 #pragma once
 
@@ -9,9 +9,9 @@
 
 #include "algorithms/catalog.h"
 #include "base/status.h"
-#include "topology/json.h"
+#include "base/json.h"
 
-namespace coll::topology {
+namespace coll::select {
 
 struct TunedEntry {
   algo::Collective collective;
@@ -38,4 +38,4 @@ Status loadTuningFile(const std::string& path, const std::string& expected_hash,
 // COLL_TUNE_FILE when given, else $XDG_CACHE_HOME or ~/.cache: coll/tune-<hash>.json.
 std::string defaultTuningPath(const std::string& configured, const std::string& layout_hash);
 
-}  // namespace coll::topology
+}  // namespace coll::select

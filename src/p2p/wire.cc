@@ -1,4 +1,4 @@
-#include "exec/p2p_wire.h"
+#include "p2p/wire.h"
 
 #include <cstring>
 

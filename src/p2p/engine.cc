@@ -1,6 +1,6 @@
 // The engine's thread: connecting, taking posts from the inbox, waiting on every transport and
 // the wake-up descriptor at once, deadlines and failure. The protocol is in p2p_protocol.cc.
-#include "exec/p2p_engine_impl.h"
+#include "p2p/engine_impl.h"
 
 #include <sched.h>
 #include <sys/eventfd.h>

@@ -1,5 +1,5 @@
 // The α-β-γ cost model: a predicted time for running one algorithm of the catalogue on one
-// collective of a given size over a Topology. The selector picks the smallest prediction;
+// collective of a given size over a topology::Topology. The selector picks the smallest prediction;
 // `coll-topo --explain` prints them all.
 //
 // Conventions (each formula in cost_model.cc states its terms):
@@ -30,7 +30,7 @@
 #include "algorithms/catalog.h"
 #include "topology/topology.h"
 
-namespace coll::topology {
+namespace coll::select {
 
 struct Prediction {
   bool supported = false;
@@ -41,6 +41,6 @@ struct Prediction {
 // elem_size: bytes per element, so that formulas can tell how many chunks of a small buffer
 // are empty.
 Prediction predictTime(algo::Collective collective, const char* algorithm, size_t bytes, size_t elem_size,
-                       const Topology& topo, size_t slice_bytes);
+                       const topology::Topology& topo, size_t slice_bytes);
 
-}  // namespace coll::topology
+}  // namespace coll::select

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "base/log.h"
-#include "exec/p2p_engine_impl.h"
+#include "p2p/engine_impl.h"
 
 namespace coll::p2p {
 
