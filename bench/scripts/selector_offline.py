@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Offline check of the all-reduce cost model against logged selector tables.
 
-Parses docs/perf/selector_*.log (bench/scripts/selector_table.sh output): every start-up's
+Parses bench/scripts/selector_table.sh logs (docs/perf/selector/*.log; older ones in git, e.g.
+`git show 741ac63:docs/perf/selector_2x2_final.log`): every start-up's
 probed figures (TOPO lines) and the table of forced algorithms' measured times. For each
 start-up it prices every algorithm with a Python copy of src/select/cost_model.cc and reports,
 per size, the pick and whether the pick's measured time is within 10% of the fastest.
@@ -9,7 +10,7 @@ per size, the pick and whether the pick's measured time is within 10% of the fas
 --loaded-us X replaces every start-up's loaded step (the busy step's cost) with X us: a what-if
 for a probe that measured something else. E.g. X = what a ring step of a real op cost in the
 same log (ring's time at 32-512 B over its 2(n-1) steps: 13.5-14.4 us on 2 x 2, 27.8-31.0 on
-4 x 2 in the *_final logs).
+4 x 2 in the *_final logs of 741ac63).
 
 usage: bench/scripts/selector_offline.py [--loaded-us X] [--verbose] LOG...
 """

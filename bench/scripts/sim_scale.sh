@@ -2,7 +2,7 @@
 # coll-sim at scale (issue 27): all-reduce on hosts of 8 ranks behind a 2:1 oversubscribed fat
 # tree (16 hosts per leaf), 100 Gbit/s per host, from 16 to 16,384 ranks: every algorithm at
 # 8 B, 64 KiB, 1 MiB and 256 MiB, the selector's choice, and ring against tree over a full
-# size sweep for the crossover. Writes CSVs and, with matplotlib, docs/perf/sim_scale.png.
+# size sweep for the crossover. Writes CSVs and, with matplotlib, docs/perf/sim_scale/sim_scale.png.
 # usage: bench/scripts/sim_scale.sh [--build DIR] [--out DIR] [--ranks "16 64 ... 16384"]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)

@@ -94,7 +94,7 @@ def main():
     axes[0].legend(fontsize=8)
     fig.suptitle("coll-sim: 100 Gbit/s per host, 16 hosts per leaf, 2:1 oversubscribed")
     fig.tight_layout()
-    png = os.path.join(a.dir, "..", "sim_scale.png")
+    png = os.path.join(a.dir, "sim_scale.png")
     fig.savefig(png, dpi=110)
     print(f"wrote {os.path.normpath(png)}")
 

@@ -96,7 +96,7 @@ struct Net {
   // shaped link (netcluster's tbf, 128 KB of burst; the rate limiters of cloud NICs) forwards
   // an op's bytes as a burst and refills during the op's latency, so back-to-back small ops
   // are latency-bound and large ones bandwidth-bound, and the sum counts one of them twice. On
-  // netcluster 2 x 2 at 1gbit (docs/perf/selector_2x2.log) rd at 8 KiB (16 KiB over each host
+  // netcluster 2 x 2 at 1gbit (docs/perf/selector_2x2.log at f73acff) rd at 8 KiB (16 KiB over each host
   // link, 130 us at the link's rate) took 129 us, at 2 KiB 78 us: max(2 steps, link), not the
   // sum (208 us). Elsewhere (one host; a network as fast as memory) the terms add as before.
   double total(double latency, double mem, double link, double cpu) const {
@@ -122,7 +122,7 @@ struct Net {
 // in which only some ranks send queue less: stepAny()/stepIntra() charge that excess in
 // proportion to the senders (busy()). Without contention (loaded <= α, or not measured) the
 // excess is 0. Fit on netcluster 4 hosts x 2 ranks at 1gbit (bench/scripts/selector_table.sh,
-// 2026-11-23 00:00, docs/perf/selector_4x2.log), α 6.5 us, loaded 70 us: a float32 8 B
+// 2026-11-23 00:00, docs/perf/selector_4x2.log at 1c66ffe), α 6.5 us, loaded 70 us: a float32 8 B
 // all-reduce (2 elements, so most of rhd's and ring's chunks are empty) measured rhd 178 us,
 // rd 215, ring 341; the model gives rhd 6 steps at a third busy 166, rd 3 busy steps 210,
 // ring 14 steps at a quarter busy 313. One host here; across hosts, idleInterAlpha().
@@ -136,7 +136,7 @@ double contentionPerStep(const topology::Topology& t) { return std::max(0.0, t.l
 // (19-29 us on 2 x 2) stayed nearer what steps cost: on 2 x 2 rd's 2 steps took 67-80 us at
 // 8 B-2 KiB and hierarchical's 4 (2 inside hosts) 128-164 us, so the intra-host ones cost
 // about as much as the crossing ones, not the intra-host α (1-1.5 us); on 4 x 2 a step took
-// 50-75 us (loaded 58-85 us, once 31). docs/perf/selector_{2x2,4x2}.log.
+// 50-75 us (loaded 58-85 us, once 31). docs/perf/selector_{2x2,4x2}.log at f73acff.
 // Returns the idle crossing α; *busy gets what contention adds to it.
 double idleInterAlpha(const topology::Topology& t, double* busy) {
   const double step = t.loaded_step_s > 0 ? t.loaded_step_s : t.inter.alpha_s;

@@ -84,7 +84,7 @@ bool decode(const std::string& s, LinkParams* l) {
 
 // Which of the sorted round trips gives α. Inside a host, the median. Across hosts, the lower
 // quartile: there the idle ping-pong came out bimodal from start-up to start-up on the same
-// simulated links (median 6-7 us or 30-35 us, at times 113-155 us, docs/perf/selector_*.log;
+// simulated links (median 6-7 us or 30-35 us, at times 113-155 us, docs/perf/selector_*.log at 85c8cba;
 // likely a peer asleep between ping-pongs), while steps of a busy job did not move with it.
 // The lower quartile keeps the link's and the executor's time as long as a quarter of the
 // round trips find the peer awake. The intra-host figure is stable (1-1.5 us) and keeps the
@@ -122,7 +122,7 @@ Status probeClass(const ProbeContext& ctx, const char* name, int a, int b, int w
 // only by where each started and finished waiting, so the largest is the op's duration.
 // The probe before timed 16 separate one-round ops (no reduction, no chaining: the median
 // round of each rank, the slowest rank's agreed): on the simulated cluster it gave 5.4-15.7 us
-// on 2 x 2 and 17.5-28.9 on 4 x 2 (docs/perf/selector_*_final.log; 12-54 in earlier runs)
+// on 2 x 2 and 17.5-28.9 on 4 x 2 (docs/perf/selector_*_final.log at 741ac63; 12-54 earlier)
 // where a ring all-reduce of 32-512 B took 13.5-14.4 and 27.8-31.0 us a step
 // (selector_measured_test.cc).
 Status probeLoadedStep(const ProbeContext& ctx, int nranks, double* seconds) {

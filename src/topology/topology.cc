@@ -10,7 +10,7 @@
 namespace coll::topology {
 
 // Default link figures, for COLL_PROBE=0 and link classes a job cannot probe. Each comes from
-// a measurement on the project's 2-core VM (README "Measured results"):
+// a measurement on the project's 2-core VM (then in README "Measured results", at 85c8cba):
 //  - same host, α 2.5 µs: a 2-rank all-reduce of 8 B over shared memory takes about 5 µs
 //    waited for (all_reduce_perf -z 2), and direct's two steps make 2 α;
 //  - same host, β 10.1 GB/s: memcpy on one thread, the copy a shared-memory receive makes;

@@ -9,7 +9,7 @@
 //
 // UCX is preferred over sockets only where it has an RDMA device to use: over TCP it is a
 // second TCP stack, measured at 0.98x coll's own sockets on the simulated 4-host cluster
-// (README, "UCX"), so it wins nothing there. COLL_NET=ucx|verbs|socket chooses for remote
+// (docs/PERFORMANCE.md, "UCX"), so it wins nothing there. COLL_NET=ucx|verbs|socket chooses for remote
 // peers and keeps shared memory inside hosts (as NCCL_NET does); COLL_TRANSPORT forces one
 // transport for every peer.
 #pragma once

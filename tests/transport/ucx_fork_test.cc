@@ -9,7 +9,7 @@
 //
 // These two cases make the race deterministic: a parent thread is parked inside a munmap hook
 // (a UCX event handler that waits) during the fork. They pin down UCX's behaviour, which is
-// what README and src/transport/ucx/worker.h warn about: if a later UCX makes the child's
+// what docs/TRANSPORTS.md and src/transport/ucx/worker.h warn about: if a later UCX makes the child's
 // init return, the second case fails and the warning (and the runner's care) can be revisited.
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -79,7 +79,7 @@ TEST(LinkLoad, MatchesTheBuildersCrossingBytes) {
   }
 }
 
-// The simulated cluster's 4 x 2 (docs/perf/selector_4x2.log): at 1 MiB rhd took 27.0 ms and
+// The simulated cluster's 4 x 2 (docs/perf/selector_4x2.log at f73acff): at 1 MiB rhd took 27.0 ms and
 // tree 32.5 ms, 3.2 and 3.9 times a buffer's 8.3 ms over the 0.126 GB/s link; the model's
 // closed forms said 1.5 (2(H-1)/H, right for one rank per host) and 2.
 TEST(LinkLoad, FourHostsOfTwo) {

@@ -67,7 +67,7 @@ const std::vector<Row> k4x2 = {
     {67108864, {968857, 1827769, 901616, 1980999, 1884201, 2393936}},
 };
 
-// The same, rerun on the code after socket polling (docs/perf/selector_{2x2,4x2}_final.log,
+// The same, rerun on the code after socket polling (docs/perf/selector_{2x2,4x2}_final.log at 741ac63,
 // 2026-11-23, median of 3 rounds; 4 x 2 up to 64 MiB as the target counts), with the
 // start-ups logged there (tests/data/netcluster/*_final_start*.json).
 const std::vector<Row> k2x2Final = {

@@ -49,7 +49,7 @@ def check(got, want, what):
 
 
 def ops_for(dtype):
-    """Every ReduceOp README claims, on every dtype it claims. data() keeps products exact at the
+    """Every ReduceOp docs/PYTHON.md claims, on every dtype it claims. data() keeps products exact at the
     world sizes run here (at most 3**3 = 27: within int8, and exact in float16 and bfloat16).
     AVG is not defined for bool (what would the mean of True and False be?): not claimed there."""
     ops = [dist.ReduceOp.SUM, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN, dist.ReduceOp.MAX]
