@@ -28,7 +28,7 @@
 
 #include "coll/communicator.h"
 #include "trainer/dense.h"
-#include "trainer/device_timed_dense.h"
+#include "tasks/device_timed_dense.h"
 #include "trainer/mlp.h"
 #include "trainer/relu.h"
 #include "trainer/replicated_update.h"

@@ -10,7 +10,7 @@
 #include "multirank/rank_runner.h"
 #include "trainer/batch_norm.h"
 #include "trainer/comm_hook.h"
-#include "trainer/digits.h"
+#include "tasks/digits.h"
 #include "trainer/mlp.h"
 #include "trainer/replicated_update.h"
 #include "trainer/sgd.h"

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "trainer/digits.h"
+#include "tasks/digits.h"
 #include "trainer/prefetcher.h"
 
 namespace coll::trainer {

@@ -12,6 +12,7 @@
 #include <new>
 
 #include "bootstrap/store.h"
+#include "base/idle_wait.h"
 #include "base/log.h"
 #include "transport/abort_signal.h"
 #include "reduce/reduce.h"
@@ -48,19 +49,11 @@ constexpr auto kYieldPhase = std::chrono::microseconds(100);
 // Looks at the board between two reads of the clock (pause: about 10 ns each here).
 constexpr int kQuickLooks = 64;
 
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
+// The idle phases (base/idle_wait.h): spin COLL_SHM_SPIN, yield kYieldPhase, then sleep on
+// the doorbell in kSleepSlice slices.
+IdlePolicy idlePolicy(const Config& config) {
+  return {std::chrono::microseconds(config.shm_spin_us), kYieldPhase, kSleepSlice, 16};
 }
-
-// Since when a waiting progress() call has found nothing to do.
-struct Idle {
-  Clock::time_point since;
-  void reset(Clock::time_point now) { since = now; }
-};
 
 class ShmTransport : public Transport, public SmallOpBoard {
  public:
@@ -106,7 +99,7 @@ class ShmTransport : public Transport, public SmallOpBoard {
   void checkPeers(Clock::time_point now);
   // quiet(): nothing arrived meanwhile, so sleeping is safe (the doorbell's last look).
   template <typename Quiet>
-  void pause(Idle& idle, Clock::time_point now, Deadline until, Quiet quiet);
+  void pause(const IdleWait& idle, Clock::time_point now, Deadline until, Quiet quiet);
   bool quiet() { return !pollAll() && completions_.empty() && !aborted(); }
   void buildBoard();
   int sharedCores() const;
@@ -310,8 +303,7 @@ Status ShmTransport::connect(int peer, Deadline, Connection** out) {
 }
 
 Status ShmTransport::progress(std::vector<Completion>* out, Deadline until) {
-  Idle idle;
-  idle.reset(Clock::now());
+  IdleWait idle(idlePolicy(config_));
   while (!aborted()) {
     bool moved = pollAll();
     if (!completions_.empty()) break;
@@ -475,9 +467,8 @@ bool ShmTransport::lookAfterYielding(uint64_t sequence) {
 // Waits like progress(): spin, yield, then sleep on our doorbell, which peers ring after posting.
 Status ShmTransport::waitForBoard(uint64_t sequence, std::chrono::nanoseconds timeout, TagTest other_op) {
   if (quickLook(sequence)) return Status::ok();
-  Idle idle;
-  idle.reset(Clock::now());
-  const Deadline deadline = idle.since + timeout;
+  IdleWait idle(idlePolicy(config_));
+  const Deadline deadline = idle.since() + timeout;
   for (;;) {
     if (board_->allPosted(sequence)) return Status::ok();
     if (aborted()) return peerLostError(abortReason());
@@ -511,18 +502,13 @@ Status ShmTransport::boardPeersStatus(uint64_t sequence, Clock::time_point now, 
 }
 
 template <typename Quiet>
-void ShmTransport::pause(Idle& idle, Clock::time_point now, Deadline until, Quiet quiet) {
-  auto spin = std::chrono::microseconds(config_.shm_spin_us);
-  if (now - idle.since < spin) {
-    for (int i = 0; i < 16; ++i) cpuRelax();
-  } else if (now - idle.since < spin + kYieldPhase) {
-    ::sched_yield();
-  } else {
+void ShmTransport::pause(const IdleWait& idle, Clock::time_point now, Deadline until, Quiet quiet) {
+  idle.pause(now, until, [&](Clock::duration slice) {
     uint32_t seq = prepareSleep(&self_->doorbell);
     // A last look after announcing ourselves: whatever a peer did before seeing us is visible now.
-    if (quiet()) sleep(&self_->doorbell, seq, std::min<Clock::duration>(until - now, kSleepSlice));
+    if (quiet()) sleep(&self_->doorbell, seq, slice);
     finishSleep(&self_->doorbell);
-  }
+  });
 }
 
 bool ShmTransport::pollFds(std::vector<pollfd>* fds) {

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "bootstrap/store.h"
+#include "base/idle_wait.h"
 #include "base/log.h"
 #include "transport/abort_signal.h"
 #include "transport/ucx/connection.h"
@@ -22,10 +23,9 @@ using std::chrono::milliseconds;
 
 // Idle phases of progress(): spinning costs a core but answers in well under a µs; yielding
 // hands the core to a descheduled peer (ranks may outnumber cores); sleeping on the event fd
-// costs a wake-up (tens of µs) but nothing while waiting.
-constexpr auto kSpin = microseconds(20);
-constexpr auto kYield = microseconds(200);
-constexpr auto kSleepSlice = milliseconds(20);  // also how fast an abort() is noticed
+// costs a wake-up (tens of µs) but nothing while waiting; the slice is also how fast an
+// abort() is noticed.
+constexpr IdlePolicy kIdle{microseconds(20), microseconds(200), milliseconds(20), 0};
 constexpr auto kLivenessEvery = milliseconds(50);
 constexpr auto kCloseLimit = milliseconds(1000);  // flushing goodbyes at destruction
 constexpr auto kAbortFlush = milliseconds(50);    // pushing goodbyes out after abort()
@@ -47,7 +47,6 @@ class UcxTransport : public Transport {
   std::string key(int rank) const { return dir_.key_prefix + "ucx/" + std::to_string(rank); }
   bool pollAll();
   void checkPeers(Clock::time_point now);
-  void pause(Clock::time_point idle_since, Clock::time_point now, Deadline until);
   void onAbort();
   void closeAll();
   bool aborted() const { return abort_.raised(); }
@@ -112,7 +111,7 @@ Status UcxTransport::open(int peer, Deadline deadline) {
 }
 
 Status UcxTransport::progress(std::vector<Completion>* out, Deadline until) {
-  Clock::time_point idle_since = Clock::now();
+  IdleWait idle(kIdle);
   while (!aborted()) {
     bool moved = worker_->progress();
     moved |= pollAll();
@@ -120,12 +119,12 @@ Status UcxTransport::progress(std::vector<Completion>* out, Deadline until) {
     Clock::time_point now = Clock::now();
     if (now >= until) break;
     if (moved) {
-      idle_since = now;
+      idle.reset(now);
       continue;
     }
     checkPeers(now);
     if (!completions_.empty()) break;
-    pause(idle_since, now, until);
+    idle.pause(now, until, [&](Clock::duration slice) { worker_->sleep(std::chrono::duration_cast<microseconds>(slice)); });
   }
   Status st = Status::ok();
   if (aborted()) {
@@ -147,17 +146,6 @@ void UcxTransport::checkPeers(Clock::time_point now) {
   bool check_process = now >= next_liveness_check_;
   if (check_process) next_liveness_check_ = now + kLivenessEvery;
   for (UcxConnection* c : polled_) c->checkPeer(check_process);
-}
-
-void UcxTransport::pause(Clock::time_point idle_since, Clock::time_point now, Deadline until) {
-  auto idle = now - idle_since;
-  if (idle < kSpin) return;
-  if (idle < kSpin + kYield) {
-    ::sched_yield();
-    return;
-  }
-  auto left = std::chrono::duration_cast<microseconds>(until - now);
-  worker_->sleep(std::min<microseconds>(left, kSleepSlice));
 }
 
 void UcxTransport::onAbort() {

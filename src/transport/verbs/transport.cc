@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "bootstrap/store.h"
+#include "base/idle_wait.h"
 #include "base/log.h"
 #include "transport/abort_signal.h"
 #include "transport/verbs/connection.h"
@@ -23,9 +24,7 @@ using std::chrono::milliseconds;
 // Idle phases of progress(): spin (a completion is seen within ns), yield (ranks may outnumber
 // cores), then short sleeps. There is no completion channel to block on yet: the sleep slice
 // bounds both the wake-up latency after idling and how fast abort() is noticed.
-constexpr auto kSpin = microseconds(20);
-constexpr auto kYield = microseconds(200);
-constexpr auto kSleepSlice = microseconds(100);
+constexpr IdlePolicy kIdle{microseconds(20), microseconds(200), microseconds(100), 0};
 constexpr auto kCloseLimit = milliseconds(200);  // pushing goodbyes out at destruction
 constexpr int kPollBatch = 32;
 
@@ -49,7 +48,6 @@ class VerbsTransport : public Transport {
   bool pollCq();
   bool pumpAll();
   void failAll(const Status& st);
-  void pause(Clock::time_point idle_since, Clock::time_point now, Deadline until);
   void onAbort();
   bool aborted() const { return abort_.raised(); }
   std::string abortReason() const { return abort_.reason(); }
@@ -151,7 +149,7 @@ Status VerbsTransport::wire(int peer, Deadline deadline) {
 }
 
 Status VerbsTransport::progress(std::vector<Completion>* out, Deadline until) {
-  Clock::time_point idle_since = Clock::now();
+  IdleWait idle(kIdle);
   while (!aborted()) {
     bool moved = pollCq();
     moved |= pumpAll();
@@ -159,10 +157,10 @@ Status VerbsTransport::progress(std::vector<Completion>* out, Deadline until) {
     Clock::time_point now = Clock::now();
     if (now >= until) break;
     if (moved) {
-      idle_since = now;
+      idle.reset(now);
       continue;
     }
-    pause(idle_since, now, until);
+    idle.pause(now, until, [&](Clock::duration slice) { std::this_thread::sleep_for(slice); });
   }
   Status st = Status::ok();
   if (aborted()) {
@@ -198,16 +196,6 @@ bool VerbsTransport::pumpAll() {
 
 void VerbsTransport::failAll(const Status& st) {
   for (auto& [peer, conn] : connections_) conn->fail(st);
-}
-
-void VerbsTransport::pause(Clock::time_point idle_since, Clock::time_point now, Deadline until) {
-  auto idle = now - idle_since;
-  if (idle < kSpin) return;
-  if (idle < kSpin + kYield) {
-    ::sched_yield();
-    return;
-  }
-  std::this_thread::sleep_for(std::min<Clock::duration>(until - now, kSleepSlice));
 }
 
 void VerbsTransport::onAbort() {

@@ -17,14 +17,14 @@
 #include "coll_train_options.h"
 #include "coll_train_common.h"
 #include "trainer/comm_hook.h"
-#include "trainer/device_timed_dense.h"
-#include "trainer/digits.h"
+#include "tasks/device_timed_dense.h"
+#include "tasks/digits.h"
 #include "trainer/mlp.h"
 #include "trainer/relu.h"
 #include "trainer/replicated_update.h"
 #include "trainer/sharded_update.h"
 #include "trainer/step_figures.h"
-#include "trainer/teacher_task.h"
+#include "tasks/teacher_task.h"
 #include "trainer/trainer.h"
 
 using namespace coll::trainer;

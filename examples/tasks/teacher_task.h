@@ -10,7 +10,7 @@
 #include <cstddef>
 
 #include "trainer/dataset.h"
-#include "trainer/digits.h"
+#include "tasks/digits.h"
 
 namespace coll::trainer {
 

@@ -1,4 +1,4 @@
-#include "trainer/teacher_task.h"
+#include "tasks/teacher_task.h"
 
 #include <cmath>
 #include <cstdint>

@@ -6,13 +6,13 @@
 #include <stdexcept>
 
 #include "trainer/comm_hook.h"
-#include "trainer/device_timed_dense.h"
-#include "trainer/digits.h"
+#include "tasks/device_timed_dense.h"
+#include "tasks/digits.h"
 #include "trainer/mlp.h"
 #include "trainer/relu.h"
 #include "trainer/replicated_update.h"
 #include "trainer/sharded_update.h"
-#include "trainer/teacher_task.h"
+#include "tasks/teacher_task.h"
 
 namespace coll::trainer {
 namespace {

@@ -1,4 +1,4 @@
-#include "trainer/device_timed_dense.h"
+#include "tasks/device_timed_dense.h"
 
 #include <sys/prctl.h>
 

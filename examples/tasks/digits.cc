@@ -1,4 +1,4 @@
-#include "trainer/digits.h"
+#include "tasks/digits.h"
 
 #include <zlib.h>
 
