@@ -142,7 +142,7 @@ def tree_link(host_of):
     return busiest(host_of, sends)
 
 
-# ---- message counts (src/select/message_count.cc) ----
+# ---- message counts (src/algorithms/cost/message_count.cc) ----
 def nslices(e, ps):
     return (e + ps - 1) // ps
 

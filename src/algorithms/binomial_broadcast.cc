@@ -48,3 +48,15 @@ Schedule buildBinomialBroadcast(const BuildParams& p) {
 }
 
 }  // namespace coll::algo
+
+namespace coll::algo::cost {
+
+// Binomial tree, farthest partners first: ceil(log2 n) rounds, each moving the whole buffer;
+// the first ceil(log2 H) rounds cross hosts, the rest stay inside them.
+Prediction binomialBroadcast(const Fabric& x) {
+  double rounds = log2ceil(x.n);
+  double inter = x.multi ? std::min(rounds, log2ceil(x.H)) : 0;
+  return ok(inter * (x.stepAny(1) + x.S / x.be) + (rounds - inter) * (x.stepIntra(1) + x.S / x.bi));
+}
+
+}  // namespace coll::algo::cost

@@ -3,6 +3,7 @@
 // carries log2(n) copies, so for messages large enough to pipeline the chain wins.
 #pragma once
 
+#include "algorithms/cost/fabric.h"
 #include "algorithms/schedule_builder.h"
 
 namespace coll::algo {
@@ -10,3 +11,8 @@ namespace coll::algo {
 Schedule buildBinomialBroadcast(const BuildParams& p);
 
 }  // namespace coll::algo
+
+// Predicted times (cost/fabric.h), beside the builders above.
+namespace coll::algo::cost {
+Prediction binomialBroadcast(const Fabric& x);
+}  // namespace coll::algo::cost

@@ -1,10 +1,13 @@
 // Every algorithm coll can run, by collective and name: what COLL_ALGO may force, what the
-// tests iterate over, and what the selector chooses among.
+// tests iterate over, and what the selector chooses among. Each entry carries its one-line
+// description and its cost formula (cost/fabric.h), both defined beside its builder, as UCC's
+// tl/ucp/allreduce/allreduce.c table names each algorithm with its description.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "algorithms/cost/fabric.h"
 #include "algorithms/schedule_builder.h"
 
 namespace coll::algo {
@@ -22,7 +25,9 @@ using Builder = Schedule (*)(const BuildParams&);
 struct AlgorithmInfo {
   Collective collective;
   const char* name;
+  const char* description;  // one line, for --explain, logs and docs
   Builder build;
+  cost::Formula cost;       // null: no formula (the selector refuses it unless forced)
 };
 
 const std::vector<AlgorithmInfo>& catalog();

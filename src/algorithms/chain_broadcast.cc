@@ -32,3 +32,16 @@ Schedule buildChainBroadcast(const BuildParams& p) {
 }
 
 }  // namespace coll::algo
+
+namespace coll::algo::cost {
+
+// Root -> root+1 -> ... slice by slice: the first slice takes n-1 hops, each further slice
+// one slice time at the slowest link.
+Prediction chainBroadcast(const Fabric& x) {
+  double slice = std::min(x.S, x.slice);
+  double slices = std::max(1.0, std::ceil(x.S / x.slice));
+  double hop = slice / x.betaSlowest();
+  return ok((x.n - 1) * (x.stepAny(1) + hop) + (slices - 1) * hop);
+}
+
+}  // namespace coll::algo::cost

@@ -3,6 +3,7 @@
 // time approaches size / link bandwidth regardless of n (plus n-1 slice latencies).
 #pragma once
 
+#include "algorithms/cost/fabric.h"
 #include "algorithms/schedule_builder.h"
 
 namespace coll::algo {
@@ -10,3 +11,8 @@ namespace coll::algo {
 Schedule buildChainBroadcast(const BuildParams& p);
 
 }  // namespace coll::algo
+
+// Predicted times (cost/fabric.h), beside the builders above.
+namespace coll::algo::cost {
+Prediction chainBroadcast(const Fabric& x);
+}  // namespace coll::algo::cost

@@ -72,3 +72,25 @@ Schedule buildDirectBroadcast(const BuildParams& p) {
 }
 
 }  // namespace coll::algo
+
+namespace coll::algo::cost {
+
+// Two-shot: every rank sends chunk c to rank c, which reduces and sends it to all: 2 steps
+// of n-1 messages each.
+// A host's link carries L(n-L)/n of the buffer per step (each of its L ranks sends the n-L
+// foreign chunks), a rank receives (n-1)/n per step.
+Prediction directAllreduce(const Fabric& x) {
+  double per_rank = 2 * (x.n - 1) / x.n * x.S;
+  double per_link = 2 * std::max(x.L * (x.n - x.L), x.uplinkShare()) / x.n * x.S / x.unpipelinedEfficiency();
+  double step = x.stepAny(x.busy(messages::directAllreduce));
+  return ok(x.total(2 * step + 2 * x.extraMessages(x.L - 1, x.n - x.L), per_rank / x.bi,
+                    x.multi ? per_link / x.be : 0, (x.n - 1) / x.n * x.S / x.g));
+}
+
+// The root sends the whole buffer to every rank in one step; its host's link carries it
+// n-L times, while ranks of its host pull it in parallel.
+Prediction directBroadcast(const Fabric& x) {
+  return ok(x.stepAny(1) + x.move(x.S, (x.n - x.L) * x.S));
+}
+
+}  // namespace coll::algo::cost

@@ -5,6 +5,7 @@
 // and for small messages; on a network it oversubscribes links, where the ring does not.
 #pragma once
 
+#include "algorithms/cost/fabric.h"
 #include "algorithms/schedule_builder.h"
 
 namespace coll::algo {
@@ -17,3 +18,9 @@ Schedule buildDirectAllreduce(const BuildParams& p);
 Schedule buildDirectBroadcast(const BuildParams& p);
 
 }  // namespace coll::algo
+
+// Predicted times (cost/fabric.h), beside the builders above.
+namespace coll::algo::cost {
+Prediction directAllreduce(const Fabric& x);
+Prediction directBroadcast(const Fabric& x);
+}  // namespace coll::algo::cost

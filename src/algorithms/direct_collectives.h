@@ -6,6 +6,7 @@
 //  - scatter: the root's input chunk c lands in rank c's output (shifted likewise).
 #pragma once
 
+#include "algorithms/cost/fabric.h"
 #include "algorithms/schedule_builder.h"
 
 namespace coll::algo {
@@ -23,3 +24,8 @@ Schedule buildRecv(const BuildParams& p);
 Schedule fuseSchedules(std::vector<Schedule> parts);
 
 }  // namespace coll::algo
+
+// Predicted times (cost/fabric.h), beside the builders above.
+namespace coll::algo::cost {
+Prediction directExchange(const Fabric& x);
+}  // namespace coll::algo::cost

@@ -1,5 +1,7 @@
 #include "algorithms/direct_phases.h"
 
+#include "algorithms/direct_collectives.h"
+
 #include "algorithms/patterns/ring.h"
 
 namespace coll::algo {
@@ -29,3 +31,12 @@ void addDirectAllGather(const BuildParams& p, const SlicedChunks& sl, ScheduleBu
 }
 
 }  // namespace coll::algo
+
+namespace coll::algo::cost {
+
+// All-to-all, gather and scatter in one step of direct messages: a rough figure, for the log.
+Prediction directExchange(const Fabric& x) {
+  return ok(x.stepAny(1) + x.move((x.n - 1) / x.n * x.S, x.L * (x.n - x.L) / x.n * x.S));
+}
+
+}  // namespace coll::algo::cost

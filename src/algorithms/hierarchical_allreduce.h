@@ -8,6 +8,7 @@
 // says so in Schedule::algorithm).
 #pragma once
 
+#include "algorithms/cost/fabric.h"
 #include "algorithms/schedule_builder.h"
 
 namespace coll::algo {
@@ -18,3 +19,8 @@ Schedule buildHierarchicalAllreduce(const BuildParams& p);
 bool hierarchicalFits(const std::vector<std::vector<int>>* hosts);
 
 }  // namespace coll::algo
+
+// Predicted times (cost/fabric.h), beside the builders above.
+namespace coll::algo::cost {
+Prediction hierarchicalAllreduce(const Fabric& x);
+}  // namespace coll::algo::cost

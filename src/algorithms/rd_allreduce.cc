@@ -87,3 +87,25 @@ class RdBuilder {
 Schedule buildRdAllreduce(const BuildParams& p) { return RdBuilder(p).build(); }
 
 }  // namespace coll::algo
+
+namespace coll::algo::cost {
+
+// Recursive doubling: log2 p exchanges of the whole buffer (non powers of two fold the extra
+// ranks in and out: 2 more steps). Nearest partners first, so with ranks numbered host by host
+// the first steps stay inside a host and only the last ceil(log2 H) cross, each with all L
+// ranks of a host sending their whole buffer over its link. Every rank sends in every step.
+Prediction rdAllreduce(const Fabric& x) {
+  double p = std::exp2(std::floor(std::log2(x.n)));
+  double steps = std::log2(p);
+  double crossing = x.multi ? std::min(steps, log2ceil(x.H)) : 0;
+  double extra = p == x.n ? 0 : 2 * (x.stepAny(1) + x.S / x.betaSlowest());
+  // A step across leaves sends every rank's whole buffer over the uplink of hosts_per_leaf
+  // hosts: oversubscription host links' worth.
+  double across_leaves = x.acrossLeaves(crossing);
+  double per_link =
+      (crossing - across_leaves + across_leaves * x.leaves.oversubscription) * x.L * x.S / x.unpipelinedEfficiency();
+  double latency = crossing * x.stepAny(1) + (steps - crossing) * x.stepIntra(1);
+  return ok(x.exchangeTotal(latency, steps * x.S / x.bi, x.multi ? per_link / x.be : 0, steps * x.S / x.g) + extra);
+}
+
+}  // namespace coll::algo::cost

@@ -12,6 +12,7 @@
 // left (Step::reduce_after), so large forced buffers cannot deadlock either.
 #pragma once
 
+#include "algorithms/cost/fabric.h"
 #include "algorithms/schedule_builder.h"
 
 namespace coll::algo {
@@ -19,3 +20,8 @@ namespace coll::algo {
 Schedule buildRdAllreduce(const BuildParams& p);
 
 }  // namespace coll::algo
+
+// Predicted times (cost/fabric.h), beside the builders above.
+namespace coll::algo::cost {
+Prediction rdAllreduce(const Fabric& x);
+}  // namespace coll::algo::cost

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/cost/link_load.h"
 #include "algorithms/patterns/halving_doubling.h"
 #include "algorithms/sliced_chunks.h"
 
@@ -124,3 +125,27 @@ Schedule buildRhdAllreduce(const BuildParams& p) {
 }
 
 }  // namespace coll::algo
+
+namespace coll::algo::cost {
+
+// Recursive halving-doubling (Rabenseifner), farthest partner first (hd::halvingStep): 2
+// log2(p) steps for p = the largest power of two <= n (non powers of two fold the extra ranks
+// in and out: 2 more steps moving the whole buffer). With ranks numbered host by host the
+// first halving steps, which move the largest halves, are the ones that cross hosts: a host
+// link carries links::rhdAllreduce of the buffer (3 on 4 x 2, 2(H-1)/H with one rank per
+// host). Fewer elements than p leave blocks empty: rank 0 still takes every step, but most
+// ranks send nothing in most of them (busy()). Its last halvings and first doublings stay
+// inside hosts (stepIntra()).
+Prediction rhdAllreduce(const Fabric& x) {
+  double p = std::exp2(std::floor(std::log2(x.n)));
+  double halvings = std::log2(p);
+  double crossing = x.multi ? std::min(halvings, log2ceil(x.H)) : 0;
+  double fold = p == x.n ? 0 : 2.0;  // the whole buffer in and out, once each
+  double busy = x.busy(messages::rhdAllreduce);
+  double latency = 2 * (crossing * x.stepAny(busy) + (halvings - crossing) * x.stepIntra(busy)) + fold * x.stepAny(1);
+  double mem = (2 * (x.n - 1) / x.n + fold) * x.S / x.bi;
+  double link = x.multi ? links::rhdAllreduce(x.host_of, x.leaves) * x.S / x.be / x.unpipelinedEfficiency() : 0;
+  return ok(x.exchangeTotal(latency, mem, link, (x.n - 1) / x.n * x.S / x.g));
+}
+
+}  // namespace coll::algo::cost

@@ -8,6 +8,7 @@
 // Bit-identical results: each block is finished (and averaged) by one owner, then copied.
 #pragma once
 
+#include "algorithms/cost/fabric.h"
 #include "algorithms/schedule_builder.h"
 
 namespace coll::algo {
@@ -15,3 +16,8 @@ namespace coll::algo {
 Schedule buildRhdAllreduce(const BuildParams& p);
 
 }  // namespace coll::algo
+
+// Predicted times (cost/fabric.h), beside the builders above.
+namespace coll::algo::cost {
+Prediction rhdAllreduce(const Fabric& x);
+}  // namespace coll::algo::cost

@@ -29,3 +29,18 @@ Schedule buildRingAllreduce(const BuildParams& p) {
 }
 
 }  // namespace coll::algo
+
+namespace coll::algo::cost {
+
+// Reduce-scatter then all-gather around the ring: 2(n-1) steps; every link carries
+// 2(n-1)/n of the buffer (one ring edge leaves each host, and each leaf switch: an uplink
+// carries what one host link does, slower only where it is less than one: uplinkSlowdown());
+// each rank reduces (n-1)/n of it.
+Prediction ringAllreduce(const Fabric& x) {
+  double share = 2 * (x.n - 1) / x.n * x.S;
+  double step = x.stepAny(x.busy(messages::ringAllreduce));
+  return ok(x.total(2 * (x.n - 1) * step, share / x.bi, x.multi ? share * x.uplinkSlowdown() / x.be : 0,
+                    (x.n - 1) / x.n * x.S / x.g));
+}
+
+}  // namespace coll::algo::cost

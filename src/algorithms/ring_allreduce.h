@@ -4,6 +4,7 @@
 // Bit-identical results: each chunk is reduced in one order by one owner, then copied.
 #pragma once
 
+#include "algorithms/cost/fabric.h"
 #include "algorithms/schedule_builder.h"
 
 namespace coll::algo {
@@ -11,3 +12,8 @@ namespace coll::algo {
 Schedule buildRingAllreduce(const BuildParams& p);
 
 }  // namespace coll::algo
+
+// Predicted times (cost/fabric.h), beside the builders above.
+namespace coll::algo::cost {
+Prediction ringAllreduce(const Fabric& x);
+}  // namespace coll::algo::cost

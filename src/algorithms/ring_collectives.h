@@ -9,6 +9,7 @@
 //    ring reduce-scatter, then every chunk's owner sends it to the root.
 #pragma once
 
+#include "algorithms/cost/fabric.h"
 #include "algorithms/schedule_builder.h"
 
 namespace coll::algo {
@@ -18,3 +19,8 @@ Schedule buildRingReduceScatter(const BuildParams& p);
 Schedule buildRingReduce(const BuildParams& p);
 
 }  // namespace coll::algo
+
+// Predicted times (cost/fabric.h), beside the builders above.
+namespace coll::algo::cost {
+Prediction ringPhase(const Fabric& x, bool reduces);
+}  // namespace coll::algo::cost

@@ -1,5 +1,7 @@
 #include "algorithms/ring_phases.h"
 
+#include "algorithms/ring_collectives.h"
+
 namespace coll::algo {
 
 void addRingReduceScatter(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int shift,
@@ -60,3 +62,14 @@ void addRingAllGather(const BuildParams& p, const SlicedChunks& sc, ScheduleBuil
 }
 
 }  // namespace coll::algo
+
+namespace coll::algo::cost {
+
+// Reduce, reduce-scatter and all-gather around the ring: rough figures, so that the log still
+// gives a time for the collectives that have one algorithm.
+Prediction ringPhase(const Fabric& x, bool reduces) {
+  double share = (x.n - 1) / x.n * x.S;
+  return ok((x.n - 1) * x.stepAny(1) + x.move(share, share) + (reduces ? share / x.g : 0));
+}
+
+}  // namespace coll::algo::cost

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/cost/link_load.h"
 #include "algorithms/patterns/double_binary_tree.h"
 #include "algorithms/sliced_chunks.h"
 
@@ -101,3 +102,42 @@ Schedule buildTreeAllreduce(const BuildParams& p) {
 }
 
 }  // namespace coll::algo
+
+namespace coll::algo::cost {
+
+// Double binary tree, pipelined: 2 ceil(log2 n) steps; each rank receives about 2S (half the
+// buffer from two children in one tree, and each half from a parent). A host link carries
+// what the tree edges leaving its host carry (links::treeAllreduce: 3 buffers on 4 x 2).
+// The pipeline's fill: each tree moves half the buffer in slices, and the first slice crosses
+// 2D levels (D up, reduced at each, then D down) before the last rank has any of it, so a
+// slice time per level and D reductions of a slice come on top of the pipelined terms. With
+// ranks numbered host by host the top ceil(log2 H) levels cross hosts and the rest stay
+// inside one. A level across hosts moves two slices over the parent's link (its two children's
+// up, to both children down): kSlicesPerLevelAcross. A level inside a host costs one slice
+// time: the sender's copy into the shared-memory ring and the receiver's out of it overlap slot
+// by slot (charging both, as the first try did, put the tree 350-400 us above coll-sim at 1 MiB
+// on 16 to 1,024 ranks). Charged only where the links are at least as fast as memory: on a
+// shaped link slower than memory (netcluster's tbf, whose burst passes small slices at once)
+// the link time already bounds the op (total()), and the measured netcluster selections
+// (selector_measured_test.cc) rank best without it.
+// With few slices (1 MiB is one slice per tree) the fill is most of the time. coll-sim, 8
+// ranks per host at 100 Gbit/s, 1 MiB: tree at 588 us on 16 ranks and 1.99 ms on 1,024 where
+// the formula without the fill gave 317 and 433 us, and so chose tree where hierarchical was
+// 2-3x faster; after the sender's copy was simulated (2026-11-27), tree at 2.32, 2.77 and 3.25
+// ms on 1,024, 4,096 and 16,384 ranks, about 230 us per level across hosts where one slice
+// per level gave 130 (docs/SIMULATOR.md).
+Prediction treeAllreduce(const Fabric& x) {
+  double depth = log2ceil(x.n);
+  double crossing = x.multi ? std::min(depth, log2ceil(x.H)) : 0;
+  double slice = std::min(x.S / 2, x.slice);
+  double fill = x.link_bound ? 0
+                              : 2 * (crossing * kSlicesPerLevelAcross * slice / x.be +
+                                     (depth - crossing) * slice / x.bi) +
+                                    depth * slice / x.g;
+  double link = x.multi ? links::treeAllreduce(x.host_of, x.leaves) * x.S / x.be : 0;
+  double busy = x.busy(messages::treeAllreduce);
+  double latency = 2 * (crossing * x.stepAny(busy) + (depth - crossing) * x.stepIntra(busy));
+  return ok(x.total(latency + fill, 2 * x.S / x.bi, link, x.S / x.g));
+}
+
+}  // namespace coll::algo::cost

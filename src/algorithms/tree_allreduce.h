@@ -8,6 +8,7 @@
 // tree's root, and copied down.
 #pragma once
 
+#include "algorithms/cost/fabric.h"
 #include "algorithms/schedule_builder.h"
 
 namespace coll::algo {
@@ -15,3 +16,8 @@ namespace coll::algo {
 Schedule buildTreeAllreduce(const BuildParams& p);
 
 }  // namespace coll::algo
+
+// Predicted times (cost/fabric.h), beside the builders above.
+namespace coll::algo::cost {
+Prediction treeAllreduce(const Fabric& x);
+}  // namespace coll::algo::cost

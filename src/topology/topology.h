@@ -12,9 +12,11 @@
 #include "topology/detector.h"
 #include "bootstrap/host_grouping.h"
 #include "base/json.h"
-#include "topology/leaf_switches.h"
+#include "algorithms/cost/leaf_switches.h"
 
 namespace coll::topology {
+
+using LeafSwitches = algo::cost::LeafSwitches;
 
 // One class of link. α: seconds from posting a small message to its arrival, as one step of
 // an algorithm sees it (executor and transport included); β: bytes per second one rank

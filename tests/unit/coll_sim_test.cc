@@ -214,8 +214,8 @@ algo::Schedule receiveBeforeSending(const algo::BuildParams& p) {
 
 TEST(CollSim, BrokenSchedulesAreNamed) {
   const ClusterModel m = cluster(2, 1);
-  const algo::AlgorithmInfo unmatched{algo::Collective::allreduce, "unmatched", unmatchedSends};
-  const algo::AlgorithmInfo deadlock{algo::Collective::allreduce, "deadlock", receiveBeforeSending};
+  const algo::AlgorithmInfo unmatched{algo::Collective::allreduce, "unmatched", "a broken schedule", unmatchedSends, nullptr};
+  const algo::AlgorithmInfo deadlock{algo::Collective::allreduce, "deadlock", "a broken schedule", receiveBeforeSending, nullptr};
   SimRequest q = request(algo::Collective::allreduce, "ring", 64);
   SimResult r;
   q.algorithm = &unmatched;

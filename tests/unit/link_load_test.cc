@@ -1,4 +1,4 @@
-// The cost model's host-link loads (select/link_load.h) against the schedules the builders
+// The cost model's host-link loads (algorithms/cost/link_load.h) against the schedules the builders
 // emit: every rank's sends to a rank on another host, summed per host and direction.
 #include <gtest/gtest.h>
 
@@ -8,10 +8,9 @@
 #include <vector>
 
 #include "algorithms/catalog.h"
-#include "select/link_load.h"
+#include "algorithms/cost/link_load.h"
 
-namespace coll::select {
-using topology::LeafSwitches;
+namespace coll::algo::cost {
 namespace {
 
 using algo::Collective;
@@ -121,4 +120,4 @@ TEST(LinkLoad, LeafUplinksMatchTheBuilders) {
 }
 
 }  // namespace
-}  // namespace coll::select
+}  // namespace coll::algo::cost

@@ -1,4 +1,4 @@
-// The cost model's message counts (select/message_count.h) against the schedules the
+// The cost model's message counts (algorithms/cost/message_count.h) against the schedules the
 // builders actually emit: every rank's send steps, summed over the job. Small counts (fewer
 // elements than ranks: empty chunks send nothing) and small slices (a chunk as many messages)
 // are where a formula and a builder would drift apart.
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "algorithms/catalog.h"
-#include "select/message_count.h"
+#include "algorithms/cost/message_count.h"
 
-namespace coll::select {
+namespace coll::algo::cost {
 namespace {
 
 using algo::Collective;
@@ -71,4 +71,4 @@ TEST(MessageCount, TwoElementsOnEightRanks) {
 }
 
 }  // namespace
-}  // namespace coll::select
+}  // namespace coll::algo::cost

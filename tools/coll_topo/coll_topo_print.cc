@@ -93,7 +93,7 @@ std::string explainTable(const Topology& t, size_t slice_bytes) {
     }
     for (const auto* a : candidates) {
       select::Prediction p = select::predictTime(c, a->name, 1 << 20, kElemSize, t, slice_bytes);
-      if (!p.supported) out += format("  %s n/a: %s\n", a->name, p.why_not);
+      out += format("  %-13s %s%s%s\n", a->name, a->description, p.supported ? "" : "; n/a: ", p.supported ? "" : p.why_not);
     }
   }
   return out;

@@ -11,7 +11,7 @@
 
 #include <cstddef>
 
-namespace coll::select::messages {
+namespace coll::algo::cost::messages {
 
 struct Shape {
   size_t count = 0;      // elements
@@ -28,4 +28,4 @@ double treeAllreduce(const Shape& s);
 double rhdAllreduce(const Shape& s);
 double rdAllreduce(const Shape& s);
 
-}  // namespace coll::select::messages
+}  // namespace coll::algo::cost::messages

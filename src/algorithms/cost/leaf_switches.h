@@ -5,7 +5,7 @@
 // their lowest rank, as launchers place them switch by switch).
 #pragma once
 
-namespace coll::topology {
+namespace coll::algo::cost {
 
 struct LeafSwitches {
   int hosts_per_leaf = 0;       // 0: one switch joins every host
@@ -17,4 +17,4 @@ struct LeafSwitches {
   double uplinkInHostLinks() const { return hosts_per_leaf / oversubscription; }
 };
 
-}  // namespace coll::topology
+}  // namespace coll::algo::cost

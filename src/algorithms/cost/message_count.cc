@@ -1,9 +1,9 @@
-#include "select/message_count.h"
+#include "algorithms/cost/message_count.h"
 
 #include "algorithms/patterns/halving_doubling.h"
 #include "algorithms/patterns/ring.h"
 
-namespace coll::select::messages {
+namespace coll::algo::cost::messages {
 namespace {
 
 double slicesOf(size_t elems, size_t per_slice) { return static_cast<double>(algo::ring::numSlices(elems, per_slice)); }
@@ -66,4 +66,4 @@ double rdAllreduce(const Shape& s) {
   return per_slice * slicesOf(s.count, s.per_slice);
 }
 
-}  // namespace coll::select::messages
+}  // namespace coll::algo::cost::messages

@@ -11,9 +11,9 @@
 
 #include <vector>
 
-#include "topology/leaf_switches.h"
+#include "algorithms/cost/leaf_switches.h"
 
-namespace coll::select::links {
+namespace coll::algo::cost::links {
 
 // host_of[r]: the host of rank r. The result is a multiple of the buffer: the bytes over the
 // busiest host link (sent to, or received from, ranks on other hosts) over the buffer's size
@@ -24,7 +24,7 @@ namespace coll::select::links {
 // figure is the sum over its steps of each step's busiest link; the pipelined tree's is the
 // busiest link's total. Blocks of the buffer are taken as equal (exact when the element count
 // divides evenly).
-double rhdAllreduce(const std::vector<int>& host_of, const topology::LeafSwitches& leaves = {});
-double treeAllreduce(const std::vector<int>& host_of, const topology::LeafSwitches& leaves = {});
+double rhdAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves = {});
+double treeAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves = {});
 
-}  // namespace coll::select::links
+}  // namespace coll::algo::cost::links

@@ -1,11 +1,11 @@
-#include "select/link_load.h"
+#include "algorithms/cost/link_load.h"
 
 #include <algorithm>
 
 #include "algorithms/patterns/double_binary_tree.h"
 #include "algorithms/patterns/halving_doubling.h"
 
-namespace coll::select::links {
+namespace coll::algo::cost::links {
 namespace {
 
 // Bytes (as shares of the buffer) each way over one kind of link, per link.
@@ -29,7 +29,7 @@ struct EachWay {
 // leaf switch across its uplink to the spine.
 class LinkTraffic {
  public:
-  LinkTraffic(const std::vector<int>& host_of, const topology::LeafSwitches& leaves)
+  LinkTraffic(const std::vector<int>& host_of, const LeafSwitches& leaves)
       : LinkTraffic(host_of, leaves, hostCount(host_of)) {}
   void send(int from, int to, double share) {
     const int a = host_of_[static_cast<size_t>(from)], b = host_of_[static_cast<size_t>(to)];
@@ -43,7 +43,7 @@ class LinkTraffic {
   }
 
  private:
-  LinkTraffic(const std::vector<int>& host_of, const topology::LeafSwitches& leaves, int hosts)
+  LinkTraffic(const std::vector<int>& host_of, const LeafSwitches& leaves, int hosts)
       : host_of_(host_of), leaves_(leaves), hosts_(hosts), uplinks_(leaves.leaves(hosts)) {}
   static int hostCount(const std::vector<int>& host_of) {
     int hosts = 0;
@@ -51,7 +51,7 @@ class LinkTraffic {
     return hosts;
   }
   const std::vector<int>& host_of_;
-  topology::LeafSwitches leaves_;
+  LeafSwitches leaves_;
   EachWay hosts_, uplinks_;
 };
 
@@ -69,7 +69,7 @@ class LinkTraffic {
 // step (a power-of-two rank count, hosts alike, one switch) this is the busiest host's total;
 // the fold of other counts loads only some hosts (3 hosts of 1: 3 buffers, where the total
 // gave 2).
-double rhdAllreduce(const std::vector<int>& host_of, const topology::LeafSwitches& leaves) {
+double rhdAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves) {
   const int n = static_cast<int>(host_of.size());
   const int p2 = algo::hd::powerOfTwoFloor(n), steps = algo::hd::log2Floor(n);
   double sum = 0;
@@ -93,7 +93,7 @@ double rhdAllreduce(const std::vector<int>& host_of, const topology::LeafSwitche
 
 // Each tree carries half the buffer: up every edge in the reduction, down it in the broadcast
 // (tree_allreduce.cc).
-double treeAllreduce(const std::vector<int>& host_of, const topology::LeafSwitches& leaves) {
+double treeAllreduce(const std::vector<int>& host_of, const LeafSwitches& leaves) {
   const int n = static_cast<int>(host_of.size());
   LinkTraffic t(host_of, leaves);
   for (int tree = 0; tree < 2; ++tree)
@@ -106,4 +106,4 @@ double treeAllreduce(const std::vector<int>& host_of, const topology::LeafSwitch
   return t.busiest();
 }
 
-}  // namespace coll::select::links
+}  // namespace coll::algo::cost::links
