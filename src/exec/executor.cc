@@ -82,10 +82,12 @@ class Executor {
     st_.arrived.assign(n, 0);
     st_.lane_next.assign(plan_.lanes.size(), 0);
     st_.lane_conn.assign(plan_.lanes.size(), nullptr);
+    st_.lane_via.assign(plan_.lanes.size(), nullptr);
     st_.active.clear();
     for (uint32_t l : plan_.connect_order) {
       transport::Transport* via = nullptr;
       COLL_RETURN_IF_ERROR(ctx_.connect(plan_.lanes[l].peer, &st_.lane_conn[l], &via));
+      st_.lane_via[l] = via;
       st_.lane_conn[l]->setStreamingReceives(ctx_.stream_receives);
       st_.lane_conn[l]->setBusySender(plan_.copies_both_ways);
       st_.lane_conn[l]->opBegins(ctx_.ops[0].tag);
@@ -142,7 +144,9 @@ class Executor {
       // A peer's receiving lane comes just before its sending one (ExecPlan::of): one peek each.
       if (l > 0 && lane.sending && plan_.lanes[l - 1].peer == lane.peer) continue;
       uint64_t tag = 0, bytes = 0;
-      if (lane.peer < 0 || !st_.lane_conn[l] || !st_.lane_conn[l]->unreadMessage(&tag, &bytes) || tag == mine) continue;
+      if (lane.peer < 0 || !st_.lane_conn[l] || !st_.lane_conn[l]->caps().peeks ||
+          !st_.lane_conn[l]->unreadMessage(&tag, &bytes) || tag == mine)
+        continue;
       const int64_t receive = nextReceiveFrom(lane.peer);
       if (receive >= 0) return messageMismatch(lane.peer, tag, bytes, mine, s_.steps[receive].bytes);
       if (callDistance(tag, mine) <= 0) return unexpectedMessage(lane.peer, tag, bytes, mine);
@@ -228,7 +232,7 @@ class Executor {
     const char* data = address(step.source, step, step.offset);
     if (!step.copy_to_output) return conn->postSend(data, step.bytes, tag, i);
     char* out = address(algo::BufferId::output, step, step.offset);
-    if (conn->postSendCopying(data, out, step.bytes, tag, i)) return;
+    if (conn->caps().send_copying && step.bytes > 0) return conn->postSendCopying(data, out, step.bytes, tag, i);
     conn->postSend(data, step.bytes, tag, i);  // reads data; the copy writes the output
     copyOut(out, data, step.bytes);
   }
@@ -248,10 +252,12 @@ class Executor {
       case StepKind::recvReduce:
         COLL_RETURN_IF_ERROR(postWithForward(i, conn, &st_.fused[i]));
         if (st_.fused[i]) break;
-        st_.fused[i] = step.reduce_after < 0 && conn->postRecvReduce(address(algo::BufferId::output, step, step.offset),
-                                         address(step.source, step, step.offset), step.bytes, tag, i, ctx_.type,
-                                         ctx_.op);
-        if (!st_.fused[i]) conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, tag, i);
+        st_.fused[i] = step.reduce_after < 0 && conn->caps().recv_reduce;
+        if (st_.fused[i])
+          conn->postRecvReduce(address(algo::BufferId::output, step, step.offset), address(step.source, step, step.offset),
+                               step.bytes, tag, i, ctx_.type, ctx_.op);
+        else
+          conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, tag, i);
         break;
       case StepKind::copy:
         if (ctx_.ops[step.op_index].input != ctx_.ops[step.op_index].output)
@@ -307,13 +313,15 @@ class Executor {
     const int32_t f = plan_.forward_send[i];
     size_t* next = nullptr;
     *posted = 0;
-    if (step.reduce_after >= 0) return Status::ok();
+    if (step.reduce_after >= 0 || f < 0 || step.bytes == 0 || step.bytes >= conn->caps().forward_below)
+      return Status::ok();
     COLL_RETURN_IF_ERROR(bringForward(f, &next));
     if (next == nullptr) return Status::ok();
-    *posted = conn->postRecvReduceForward(address(algo::BufferId::output, step, step.offset),
-                                          address(step.source, step, step.offset), step.bytes,
-                                          ctx_.ops[step.op_index].tag, i, static_cast<uint64_t>(f), ctx_.type, ctx_.op);
-    if (*posted) ++*next;
+    conn->postRecvReduceForward(address(algo::BufferId::output, step, step.offset),
+                                address(step.source, step, step.offset), step.bytes, ctx_.ops[step.op_index].tag, i,
+                                static_cast<uint64_t>(f), ctx_.type, ctx_.op);
+    *posted = 1;
+    ++*next;
     return Status::ok();
   }
 
@@ -323,12 +331,16 @@ class Executor {
     const int32_t f = plan_.relay_send[i];
     size_t* next = nullptr;
     *posted = false;
+    // A relay passes bytes from one connection of a transport to another of the same one.
+    if (f < 0 || step.bytes < conn->caps().relay_from ||
+        st_.lane_via[plan_.step_lane[i]] != st_.lane_via[plan_.step_lane[f]])
+      return Status::ok();
     COLL_RETURN_IF_ERROR(bringForward(f, &next));
     if (next == nullptr) return Status::ok();
-    *posted = conn->postRecvRelay(address(algo::BufferId::output, step, step.offset), step.bytes,
-                                  ctx_.ops[step.op_index].tag, i, *st_.lane_conn[plan_.step_lane[f]],
-                                  static_cast<uint64_t>(f));
-    if (*posted) ++*next;
+    conn->postRecvRelay(address(algo::BufferId::output, step, step.offset), step.bytes, ctx_.ops[step.op_index].tag, i,
+                        *st_.lane_conn[plan_.step_lane[f]], static_cast<uint64_t>(f));
+    *posted = true;
+    ++*next;
     return Status::ok();
   }
 

@@ -73,6 +73,7 @@ struct ExecState {
   std::vector<uint8_t> arrived;  // recvReduce steps received, their combining held back (reduce_after)
   std::vector<size_t> lane_next;  // per lane: first step not yet posted
   std::vector<transport::Connection*> lane_conn;
+  std::vector<transport::Transport*> lane_via;  // the transport of each lane's connection
   std::vector<transport::Transport*> active;  // transports this schedule's peers use
   std::vector<transport::Completion> completions;
   std::vector<pollfd> fds;

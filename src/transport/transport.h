@@ -9,6 +9,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +33,20 @@ struct Completion {
   Status status;        // failure names the peer and the cause
 };
 
+// What a connection can do besides posting plain sends and receives, declared once when it is
+// made, as UCX's transports fill uct_iface_attr's capability flags: the executor plans from it
+// instead of calling optional methods that might refuse.
+struct ConnectionCaps {
+  bool recv_reduce = false;   // postRecvReduce
+  // postRecvReduceForward for messages of 1 byte up to (not including) this many; 0: never.
+  size_t forward_below = 0;
+  bool send_copying = false;  // postSendCopying, messages of at least 1 byte
+  // postRecvRelay for messages of at least this many bytes, to a connection of the same
+  // transport; SIZE_MAX: never.
+  size_t relay_from = SIZE_MAX;
+  bool peeks = false;         // unreadMessage can see a message no receive claimed
+};
+
 // One peer, both directions. Messages are matched in FIFO order per direction: the n-th
 // receive posted here gets the n-th message the peer sent us. Each message carries a tag and
 // its length, both checked against the posted receive (Mismatch otherwise), so ranks that
@@ -46,49 +61,41 @@ class Connection {
   virtual std::string describe() const = 0;
   virtual void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) = 0;
   virtual void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) = 0;
+  // What this connection can do beyond the two calls above, fixed once it is made (see
+  // ConnectionCaps). The calls below may be made only where caps() says so (their defaults do
+  // nothing: no connection that lacks the capability is ever asked); each then takes the
+  // request (after a failure, it completes with the failure, as every post does).
+  const ConnectionCaps& caps() const { return caps_; }
+
   // Like postRecv, but combines the message as it arrives: data[i] = operand[i] op message[i]
   // (operand may be data itself, never partly overlap it), so a reduction reads the bytes
-  // where the transport has them instead of after a copy into a scratch buffer. Returns false,
-  // having posted nothing, where this connection cannot; the caller then receives and reduces.
-  virtual bool postRecvReduce(void* /*data*/, const void* /*operand*/, size_t /*bytes*/, uint64_t /*tag*/,
-                              uint64_t /*cookie*/, DataType /*type*/, ReduceOp /*op*/) {
-    return false;
-  }
+  // where the transport has them instead of after a copy into a scratch buffer.
+  virtual void postRecvReduce(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t cookie,
+                              DataType type, ReduceOp op) {}
   // postRecvReduce, then a send of the combined bytes (data[0, bytes)) back to the same peer,
   // queued behind the sends posted before it (send_cookie completes it). The transport may
   // send each part of the result as soon as it is combined, while it is in cache, instead of
-  // reading it back from data once the receive finished. Returns false, having posted
-  // nothing, where this connection cannot; the caller then posts the two separately.
-  virtual bool postRecvReduceForward(void* /*data*/, const void* /*operand*/, size_t /*bytes*/, uint64_t /*tag*/,
-                                     uint64_t /*recv_cookie*/, uint64_t /*send_cookie*/, DataType /*type*/,
-                                     ReduceOp /*op*/) {
-    return false;
-  }
+  // reading it back from data once the receive finished.
+  virtual void postRecvReduceForward(void* data, const void* operand, size_t bytes, uint64_t tag,
+                                     uint64_t recv_cookie, uint64_t send_cookie, DataType type, ReduceOp op) {}
 
-  // postRecv, then a send of the same message (same tag, data[0, bytes)) to `next`, queued
-  // there behind the sends posted before it (send_cookie completes it): a chain's middle
-  // passing a slice on. The transport may pass the bytes on as they arrive instead of reading
-  // them back from data once the receive finished (the socket transport hands the received
-  // pages to the next socket: one copy instead of two). If the receive fails, the send fails
-  // too, and so does everything on `next` from then on (the message may be half sent). Returns
-  // false, having posted nothing, where this connection cannot; the caller then posts the two
-  // separately.
-  virtual bool postRecvRelay(void* /*data*/, size_t /*bytes*/, uint64_t /*tag*/, uint64_t /*recv_cookie*/,
-                             Connection& /*next*/, uint64_t /*send_cookie*/) {
-    return false;
-  }
+  // postRecv, then a send of the same message (same tag, data[0, bytes)) to `next`, a
+  // connection of the same transport, queued there behind the sends posted before it
+  // (send_cookie completes it): a chain's middle passing a slice on. The transport may pass the
+  // bytes on as they arrive instead of reading them back from data once the receive finished
+  // (the socket transport hands the received pages to the next socket: one copy instead of
+  // two). If the receive fails, the send fails too, and so does everything on `next` from then
+  // on (the message may be half sent).
+  virtual void postRecvRelay(void* data, size_t bytes, uint64_t tag, uint64_t recv_cookie, Connection& next,
+                             uint64_t send_cookie) {}
 
   // postSend, and `copy` (this process's memory, not overlapping data) receives the same
   // bytes: a transport that copies the message anyway writes that copy from its own, while
-  // the bytes are in cache, so data is read once. Returns false, having posted nothing, where
-  // this connection cannot; the caller then copies and sends.
-  virtual bool postSendCopying(const void* /*data*/, void* /*copy*/, size_t /*bytes*/, uint64_t /*tag*/,
-                               uint64_t /*cookie*/) {
-    return false;
-  }
+  // the bytes are in cache, so data is read once.
+  virtual void postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) {}
 
-  // The oldest message the peer sent that no posted receive has claimed yet (false: none, a
-  // receive is outstanding, or this transport cannot tell). Only reads: the message stays
+  // The oldest message the peer sent that no posted receive has claimed yet (false: none, or
+  // a receive is outstanding; a connection whose caps() has no `peeks` always says false). Only reads: the message stays
   // for the receive that will take it. The executor peeks when an op is stuck, to tell a
   // peer that is in another call from a slow one.
   virtual bool unreadMessage(uint64_t* /*tag*/, uint64_t* /*bytes*/) { return false; }
@@ -113,6 +120,7 @@ class Connection {
   virtual void opEnds(uint64_t /*op_tag*/) {}
 
  protected:
+  ConnectionCaps caps_;  // set by the implementation's constructor
   bool streaming_receives_ = false;
   bool busy_sender_ = false;
 };

@@ -150,7 +150,7 @@ TEST_P(ConnectionConformance, RecvReduceCombinesAsItArrives) {
         std::vector<float> operand(count), out(count, -1.0f);
         for (size_t i = 0; i < count; ++i) operand[i] = static_cast<float>(3 * (i % 7));
         float* data = in_place ? operand.data() : out.data();
-        bool fused = ep.conns[0]->postRecvReduce(data, operand.data(), count * sizeof(float), tag, 2, DataType::f32,
+        bool fused = tryRecvReduce(ep.conns[0], data, operand.data(), count * sizeof(float), tag, 2, DataType::f32,
                                                  ReduceOp::sum);
         std::vector<float> plain(count);
         if (!fused) ep.conns[0]->postRecv(plain.data(), count * sizeof(float), tag, 2);
@@ -207,7 +207,7 @@ TEST_P(ConnectionConformance, StreamingReceivesLandTheSameBytes) {
       std::vector<double> operand(count), out(count + 1, -1.0);
       for (size_t i = 0; i < count; ++i) operand[i] = static_cast<double>(3 * (i % 7));
       ep.conns[0]->setStreamingReceives(true);
-      bool fused = ep.conns[0]->postRecvReduce(out.data(), operand.data(), count * sizeof(double), tag, 2,
+      bool fused = tryRecvReduce(ep.conns[0], out.data(), operand.data(), count * sizeof(double), tag, 2,
                                                DataType::f64, ReduceOp::max);
       std::vector<double> plain(count);
       if (!fused) ep.conns[0]->postRecv(plain.data(), count * sizeof(double), tag, 2);
@@ -220,6 +220,27 @@ TEST_P(ConnectionConformance, StreamingReceivesLandTheSameBytes) {
       }
       RANK_CHECK(out[count] == -1.0, "count %zu: the element after the output changed", count);
     }
+  }));
+}
+
+// A connection declares its optional calls once (transport.h, ConnectionCaps): the same after
+// traffic as before it, consistent, and the peek the suite's parameter says the transport has.
+TEST_P(ConnectionConformance, CapsAreDeclaredOnce) {
+  const bool peeks = GetParam().peeks;
+  expectAllSucceeded(runCase(GetParam(), [peeks](Endpoint& ep) {
+    Connection* conn = ep.conns[1 - ep.self.rank];
+    const transport::ConnectionCaps before = conn->caps();
+    RANK_CHECK(before.peeks == peeks, "caps().peeks is %d where the suite expects %d", before.peeks, peeks);
+    RANK_CHECK(before.forward_below == 0 || before.recv_reduce, "forwards a combined receive but cannot combine one");
+    std::vector<uint8_t> out(4096, 1), in = recvBuffer(4096);
+    conn->postSend(out.data(), out.size(), 5, 1);
+    conn->postRecv(in.data(), out.size(), 5, 2);
+    expectOk(ep.wait(2), "traffic");
+    const transport::ConnectionCaps after = conn->caps();
+    RANK_CHECK(after.recv_reduce == before.recv_reduce && after.forward_below == before.forward_below &&
+                   after.send_copying == before.send_copying && after.relay_from == before.relay_from &&
+                   after.peeks == before.peeks,
+               "caps() changed after traffic");
   }));
 }
 
@@ -239,7 +260,7 @@ TEST_P(ConnectionConformance, SendCopyingFillsTheCopyAndThePeer) {
         conn->setBusySender(busy);
         conn->setStreamingReceives(busy);
         conn->opBegins(tag);
-        if (!conn->postSendCopying(mine.data(), copy.data(), bytes, tag, 1)) {
+        if (!trySendCopying(conn, mine.data(), copy.data(), bytes, tag, 1)) {
           conn->postSend(mine.data(), bytes, tag, 1);
           std::memcpy(copy.data(), mine.data(), bytes);
         }
@@ -289,7 +310,7 @@ TEST_P(ConnectionConformance, RecvReduceForwardSendsTheResultBack) {
             float* result = in_place ? mine[j].data() : out[j].data();
             conn->postSend(theirs[j].data(), bytes, tag, cookie++);
             ++outstanding;
-            if (conn->postRecvReduceForward(result, mine[j].data(), bytes, tag, cookie, cookie + 1, DataType::f32,
+            if (tryRecvReduceForward(conn, result, mine[j].data(), bytes, tag, cookie, cookie + 1, DataType::f32,
                                             ReduceOp::sum)) {
               outstanding += 2;
             } else {

@@ -31,7 +31,7 @@ void relayAll(Endpoint& ep, int from, int to, std::vector<std::vector<uint8_t>>&
   for (size_t i = 0; i < std::size(kRelaySizes); ++i) {
     const size_t bytes = kRelaySizes[i];
     const uint64_t tag = 10 + i, recv_cookie = 100 + i, send_cookie = 200 + i;
-    if (ep.conns[from]->postRecvRelay(in[i].data(), bytes, tag, recv_cookie, *ep.conns[to], send_cookie)) {
+    if (tryRecvRelay(ep.conns[from], in[i].data(), bytes, tag, recv_cookie, *ep.conns[to], send_cookie)) {
       outstanding += 2;
     } else {
       ep.conns[from]->postRecv(in[i].data(), bytes, tag, recv_cookie);
@@ -134,7 +134,7 @@ TEST_P(ConnectionConformance, ManyRelaysInFlightHoldPipesOnlyWhilePiping) {
       size_t relayed = 0;
       for (size_t i = 0; i < kCount; ++i) {
         in[i] = recvBuffer(kBytes);
-        if (ep.conns[0]->postRecvRelay(in[i].data(), kBytes, 10 + i, 100 + i, *ep.conns[2], 200 + i)) ++relayed;
+        if (tryRecvRelay(ep.conns[0], in[i].data(), kBytes, 10 + i, 100 + i, *ep.conns[2], 200 + i)) ++relayed;
       }
       RANK_CHECK(relayed == 0 || relayed == kCount, "%zu of %zu relays were taken", relayed, kCount);
       if (relayed == 0) {  // a transport without relays: receive, then pass on
@@ -187,7 +187,7 @@ TEST_P(ConnectionConformance, RelayFailsOnBothSidesWhenTheSourceDies) {
     }
     if (ep.self.rank == 1) {
       std::vector<uint8_t> in = recvBuffer(kBytes);
-      bool relayed = ep.conns[0]->postRecvRelay(in.data(), kBytes, 1, 1, *ep.conns[2], 2);
+      bool relayed = tryRecvRelay(ep.conns[0], in.data(), kBytes, 1, 1, *ep.conns[2], 2);
       if (!relayed) ep.conns[0]->postRecv(in.data(), kBytes, 1, 1);
       ep.self.slot->phase = 1;
       std::map<uint64_t, Status> done;

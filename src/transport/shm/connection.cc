@@ -69,6 +69,13 @@ ShmConnection::ShmConnection(const Endpoints& e, PeerProcess process, std::vecto
       way_(kWayRules) {
   mapped_send_ = e_.outbound.control->cma_ok.load(kAcquire) != 0;
   cma_send_ = e_.cma_threshold > 0 && mapped_send_;
+  caps_.recv_reduce = true;
+  caps_.send_copying = true;
+  caps_.peeks = true;
+  // CMA sends are read from data once the receive is done, so a forward, which sends what it
+  // combines as it goes, keeps to the slots: below the CMA threshold where the user set one.
+  // Huge pages are sought only for sends of whole buffers.
+  caps_.forward_below = cma_send_ && !e_.cma_huge_only ? e_.cma_threshold : SIZE_MAX;
   head_ = e_.outbound.control->head.load(kAcquire);  // ours: 0 unless reused
   tail_seen_ = e_.outbound.control->tail.load(kAcquire);
   tail_ = e_.inbound.control->tail.load(kAcquire);  // ours
@@ -140,12 +147,8 @@ void ShmConnection::opEnds(uint64_t op_tag) {
   way_.record(op_.cma, op_.bytes, std::chrono::steady_clock::now() - op_.start);
 }
 
-bool ShmConnection::postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) {
-  if (bytes == 0) return false;
-  if (!failure_.isOk()) {
-    complete(cookie, failure_);
-    return true;
-  }
+void ShmConnection::postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) {
+  if (!failure_.isOk()) return complete(cookie, failure_);
   // By CMA too: the copy goes a piece per poll while the peer reads the same bytes
   // (copyBesideCma), and the way is chosen once per send.
   SendRequest s{static_cast<const uint8_t*>(data), bytes, tag, cookie, false, bytes};
@@ -153,15 +156,11 @@ bool ShmConnection::postSendCopying(const void* data, void* copy, size_t bytes, 
   s.copy_to = static_cast<uint8_t*>(copy);
   sends_.push_back(s);
   if (sends_.size() == 1) pushSends();
-  return true;
 }
 
-bool ShmConnection::postRecvReduce(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t cookie,
+void ShmConnection::postRecvReduce(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t cookie,
                                    DataType type, ReduceOp op) {
-  if (!failure_.isOk()) {
-    complete(cookie, failure_);
-    return true;
-  }
+  if (!failure_.isOk()) return complete(cookie, failure_);
   RecvRequest r{static_cast<uint8_t*>(data), bytes, tag, cookie};
   r.operand = static_cast<const uint8_t*>(operand);
   r.type = type;
@@ -169,18 +168,13 @@ bool ShmConnection::postRecvReduce(void* data, const void* operand, size_t bytes
   r.stream = streaming_receives_;
   recvs_.push_back(r);
   if (recvs_.size() == 1) pullRecvs(SIZE_MAX, true);
-  return true;
 }
 
-bool ShmConnection::postRecvReduceForward(void* data, const void* operand, size_t bytes, uint64_t tag,
+void ShmConnection::postRecvReduceForward(void* data, const void* operand, size_t bytes, uint64_t tag,
                                           uint64_t recv_cookie, uint64_t send_cookie, DataType type, ReduceOp op) {
-  // CMA sends are read from data once the receive is done. Huge pages are sought only for sends
-  // of whole buffers: a forward keeps the slots, where it combines as it goes.
-  if (bytes == 0 || (cma_send_ && bytes >= e_.cma_threshold && !e_.cma_huge_only)) return false;
   if (!failure_.isOk()) {
     complete(recv_cookie, failure_);
-    complete(send_cookie, failure_);
-    return true;
+    return complete(send_cookie, failure_);
   }
   sends_.push_back(SendRequest{static_cast<const uint8_t*>(data), bytes, tag, send_cookie, false, 0});
   RecvRequest r{static_cast<uint8_t*>(data), bytes, tag, recv_cookie};
@@ -191,7 +185,6 @@ bool ShmConnection::postRecvReduceForward(void* data, const void* operand, size_
   r.forward = &sends_.back();  // deque elements stay where they are while others come and go
   recvs_.push_back(r);
   if (recvs_.size() == 1) pullRecvs(SIZE_MAX, true);
-  return true;
 }
 
 void ShmConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) {

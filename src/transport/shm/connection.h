@@ -52,16 +52,16 @@ class ShmConnection : public Connection {
   std::string describe() const override;  // "peer 3 (same host, shm, cma)"
   void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
   // Each slot's payload, once copied in, is streamed on into `copy` from the slot (in cache).
-  bool postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) override;
+  void postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) override;
   void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
   // Reduces straight out of the slots (and, for CMA messages, out of a bounce buffer in
   // cache-sized chunks): the receiver reads each byte once instead of copying it first.
-  bool postRecvReduce(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t cookie, DataType type,
+  void postRecvReduce(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t cookie, DataType type,
                       ReduceOp op) override;
   // Each slot's worth of the result is combined straight into the next outbound slot where
   // the send is next in line and a slot is free (else into data, and sent from there later),
   // then copied to data: the result goes out from L1 instead of being read back from memory.
-  bool postRecvReduceForward(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t recv_cookie,
+  void postRecvReduceForward(void* data, const void* operand, size_t bytes, uint64_t tag, uint64_t recv_cookie,
                              uint64_t send_cookie, DataType type, ReduceOp op) override;
 
   // Moves what can move now. True if anything did (a slot written or read, a send finished).

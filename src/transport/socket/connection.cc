@@ -39,6 +39,8 @@ SocketConnection::SocketConnection(asio::io_context& io, int peer, std::string r
     fd.release();
     streams_.push_back(std::move(s));
   }
+  caps_.peeks = true;
+  caps_.relay_from = relay_ && !streams_.empty() ? smallestRelayBytes() : SIZE_MAX;
 }
 
 SocketConnection::~SocketConnection() {

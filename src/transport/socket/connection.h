@@ -28,7 +28,9 @@ class SocketConnection : public Connection {
   void postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
   // Large messages to another socket connection of this transport: splice and tee
   // (connection_relay.cc). Smaller ones, and other transports, return false.
-  bool postRecvRelay(void* data, size_t bytes, uint64_t tag, uint64_t recv_cookie, Connection& next,
+  // Relays of fewer bytes save less than their pipes and extra calls cost (ConnectionCaps::relay_from).
+  static size_t smallestRelayBytes();
+  void postRecvRelay(void* data, size_t bytes, uint64_t tag, uint64_t recv_cookie, Connection& next,
                      uint64_t send_cookie) override;
   // Peeks (MSG_PEEK) at the header of the next message, on the stream it will come by.
   bool unreadMessage(uint64_t* tag, uint64_t* bytes) override;

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/log.h"
+
 namespace coll::transport::socket {
 
 namespace {
@@ -95,19 +97,32 @@ void SocketConnection::Relay::startPiping() {
   piped_from = copied;
 }
 
+size_t SocketConnection::smallestRelayBytes() { return kSmallestRelayBytes; }
+
 void SocketConnection::Relay::sendFailed() {
   send_failed = true;
   sender_waits = false;
   wakeRelayReceiver(*this);
 }
 
-bool SocketConnection::postRecvRelay(void* data, size_t bytes, uint64_t tag, uint64_t recv_cookie, Connection& next,
+void SocketConnection::postRecvRelay(void* data, size_t bytes, uint64_t tag, uint64_t recv_cookie, Connection& next,
                                      uint64_t send_cookie) {
   auto* to = dynamic_cast<SocketConnection*>(&next);
-  if (!relay_ || bytes < kSmallestRelayBytes || to == nullptr || !failure_.isOk() || !to->failure_.isOk() ||
-      streams_.empty() || to->streams_.empty() ||
-      &to->streams_[0]->socket.get_executor().context() != &streams_[0]->socket.get_executor().context())
-    return false;
+  if (to == nullptr || to->streams_.empty() ||
+      &to->streams_[0]->socket.get_executor().context() != &streams_[0]->socket.get_executor().context()) {
+    Status st = internalError(format("peer %d: relay to %s, not a connection of this socket transport", peer_,
+                                     next.describe().c_str()));
+    complete(recv_cookie, st);
+    return complete(send_cookie, st);
+  }
+  if (!failure_.isOk()) {  // the receive fails, and the send of what it would have received with it
+    complete(recv_cookie, failure_);
+    return to->complete(send_cookie, failure_);
+  }
+  if (!to->failure_.isOk()) {  // nothing can be passed on; the receive may still land
+    postRecv(data, bytes, tag, recv_cookie);
+    return to->complete(send_cookie, to->failure_);
+  }
   auto r = std::make_shared<Relay>();
   r->data = static_cast<char*>(data);
   r->bytes = bytes;
@@ -119,7 +134,6 @@ bool SocketConnection::postRecvRelay(void* data, size_t bytes, uint64_t tag, uin
   r->in->recvs.push_back(RecvRequest{data, bytes, tag, recv_cookie, r});
   if (!r->out->sending) to->startSend(*r->out);
   if (!r->in->receiving) startRecv(*r->in);
-  return true;
 }
 
 // The receiving side, once the header matched (readPayload), and again whenever the socket
