@@ -194,10 +194,6 @@ Work CommunicatorImpl::enqueue(OpRequest&& op) {
 // The path may start or take the op at issue (execution_path.h). True: it did, and *work is
 // the op's (a finished op's state moves into it: no reference count traffic).
 bool CommunicatorImpl::issueOnPath(ExecutionPath& path, OpRequest& op, Work* work, bool* quietly) {
-  // A path that takes the op elsewhere (the p2p engine) takes its state with it: keep a
-  // reference. One that may finish it here leaves it in op, moved into the Work afterwards
-  // without reference-count traffic (the board's few hundred nanoseconds notice it).
-  std::shared_ptr<detail::WorkState> kept = path.startsAtIssue() ? nullptr : op.work;
   IssueState state;
   std::optional<Error> failed;
   if (failed_.load(std::memory_order_acquire)) {
@@ -220,7 +216,9 @@ bool CommunicatorImpl::issueOnPath(ExecutionPath& path, OpRequest& op, Work* wor
       break;
   }
   if (!failure) onFailure(op, failure.toError(opLabel(op, path.name())));
-  *work = Work(kept ? std::move(kept) : std::move(op.work));
+  // Paths leave the state in op: moved into the Work, no reference-count traffic (the board's
+  // few hundred nanoseconds notice it).
+  *work = Work(std::move(op.work));
   return true;
 }
 

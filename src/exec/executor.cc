@@ -232,7 +232,7 @@ class Executor {
     const char* data = address(step.source, step, step.offset);
     if (!step.copy_to_output) return conn->postSend(data, step.bytes, tag, i);
     char* out = address(algo::BufferId::output, step, step.offset);
-    if (conn->caps().send_copying && step.bytes > 0) return conn->postSendCopying(data, out, step.bytes, tag, i);
+    if (conn->caps().sendsCopying(step.bytes)) return conn->postSendCopying(data, out, step.bytes, tag, i);
     conn->postSend(data, step.bytes, tag, i);  // reads data; the copy writes the output
     copyOut(out, data, step.bytes);
   }
@@ -313,7 +313,7 @@ class Executor {
     const int32_t f = plan_.forward_send[i];
     size_t* next = nullptr;
     *posted = 0;
-    if (step.reduce_after >= 0 || f < 0 || step.bytes == 0 || step.bytes >= conn->caps().forward_below)
+    if (step.reduce_after >= 0 || f < 0 || !conn->caps().forwards(step.bytes))
       return Status::ok();
     COLL_RETURN_IF_ERROR(bringForward(f, &next));
     if (next == nullptr) return Status::ok();
@@ -332,7 +332,7 @@ class Executor {
     size_t* next = nullptr;
     *posted = false;
     // A relay passes bytes from one connection of a transport to another of the same one.
-    if (f < 0 || step.bytes < conn->caps().relay_from ||
+    if (f < 0 || !conn->caps().relays(step.bytes) ||
         st_.lane_via[plan_.step_lane[i]] != st_.lane_via[plan_.step_lane[f]])
       return Status::ok();
     COLL_RETURN_IF_ERROR(bringForward(f, &next));

@@ -45,6 +45,11 @@ struct ConnectionCaps {
   // transport; SIZE_MAX: never.
   size_t relay_from = SIZE_MAX;
   bool peeks = false;         // unreadMessage can see a message no receive claimed
+
+  // Whether a message of `bytes` may take each call: the one place the size rules are read.
+  bool sendsCopying(size_t bytes) const { return send_copying && bytes > 0; }
+  bool forwards(size_t bytes) const { return bytes > 0 && bytes < forward_below; }
+  bool relays(size_t bytes) const { return bytes >= relay_from; }
 };
 
 // One peer, both directions. Messages are matched in FIFO order per direction: the n-th

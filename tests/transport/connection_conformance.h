@@ -74,19 +74,19 @@ inline bool tryRecvReduce(Connection* c, void* data, const void* operand, size_t
   return true;
 }
 inline bool trySendCopying(Connection* c, const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) {
-  if (!c->caps().send_copying || bytes == 0) return false;
+  if (!c->caps().sendsCopying(bytes)) return false;
   c->postSendCopying(data, copy, bytes, tag, cookie);
   return true;
 }
 inline bool tryRecvReduceForward(Connection* c, void* data, const void* operand, size_t bytes, uint64_t tag,
                                  uint64_t recv_cookie, uint64_t send_cookie, DataType type, ReduceOp op) {
-  if (bytes == 0 || bytes >= c->caps().forward_below) return false;
+  if (!c->caps().forwards(bytes)) return false;
   c->postRecvReduceForward(data, operand, bytes, tag, recv_cookie, send_cookie, type, op);
   return true;
 }
 inline bool tryRecvRelay(Connection* c, void* data, size_t bytes, uint64_t tag, uint64_t recv_cookie, Connection& next,
                          uint64_t send_cookie) {
-  if (bytes < c->caps().relay_from) return false;
+  if (!c->caps().relays(bytes)) return false;
   c->postRecvRelay(data, bytes, tag, recv_cookie, next, send_cookie);
   return true;
 }

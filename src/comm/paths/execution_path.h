@@ -61,7 +61,8 @@ class ExecutionPath {
   virtual bool startsAtIssue() const { return false; }
 
   // At issue, on the issuing thread, before the op is queued. A path that finished the op here
-  // completed its Work, or, with *failure set, left failing it to the communicator.
+  // completed its Work, or, with *failure set, left failing it to the communicator. op.work
+  // stays in op whatever happens: the communicator makes the op's Work from it.
   virtual Issued issue(OpRequest& op, const IssueState& state, Status* failure) { return Issued::queue; }
 
   // Runs a queued op to the end, on the thread that holds the engine (the progress thread or a

@@ -43,8 +43,7 @@ Status P2pPath::start(const Config& config, const transport::PeerDirectory& coll
 P2pPath::~P2pPath() { engine_.reset(); }
 
 Issued P2pPath::issue(OpRequest& op, const IssueState& state, Status*) {
-  std::vector<OpRequest> one;
-  one.push_back(std::move(op));
+  std::vector<OpRequest> one{op};  // a copy: op keeps its Work state (execution_path.h)
   post(std::move(one), state.failed);
   return Issued::taken;
 }
