@@ -53,7 +53,8 @@ struct Step {
   bool copy_to_output = false;
 };
 
-// Rules the builders follow and the executor relies on:
+// Rules the builders follow and the schedule walker (exec/schedule_walker.h: the executor, the
+// test interpreter, coll-sim) relies on:
 //  - a step's deps have smaller indices;
 //  - steps to one peer in one direction are issued in index order, and the peer's schedule
 //    issues the matching steps in the same order with the same byte counts;

@@ -10,6 +10,7 @@
 
 #include "algorithms/schedule.h"
 #include "coll/types.h"
+#include "exec/schedule_walker.h"
 #include "transport/transport.h"
 
 namespace coll {
@@ -39,24 +40,12 @@ struct ExecContext {
   std::chrono::microseconds spin{0};
 };
 
-// What the executor derives from a Schedule before it can run it: dependency counts, who
-// waits on whom, and the steps of each (peer, direction) in order. Computed once per schedule,
-// so a schedule run again (schedule_cache.h) costs no allocation.
-struct ExecPlan {
-  struct Lane {
-    int peer = -1;  // -1: local steps (copies, divisions), always the last lane
-    bool sending = false;
-    std::vector<uint32_t> steps;  // in schedule order
-  };
-  std::vector<uint32_t> dep_count;        // per step
-  std::vector<uint32_t> dependent_begin;  // per step, +1: its dependents in dependents[begin, next)
-  std::vector<uint32_t> dependents;
-  std::vector<int32_t> reduce_waiter;     // per step: the recvReduce whose combining waits for it, or -1
-  std::vector<int32_t> forward_send;      // per step: for a recvReduce, the send of its result (Step::forwards), or -1
-  std::vector<int32_t> relay_send;        // per step: for a recv, the send that passes its bytes on as they are, or -1
-  std::vector<uint32_t> step_lane;        // per step: its lane
-  std::vector<Lane> lanes;  // by (peer, direction), as posted
-  std::vector<uint32_t> connect_order;  // lanes with a peer, in the order the steps first meet them
+// What the executor derives from a Schedule before it can run it: the walk (dependencies, lanes:
+// schedule_walker.h) and the transport fusions it may ask for. Computed once per schedule, so
+// a schedule run again (schedule_cache.h) costs no allocation.
+struct ExecPlan : WalkPlan {
+  std::vector<int32_t> forward_send;  // per step: for a recvReduce, the send of its result (Step::forwards), or -1
+  std::vector<int32_t> relay_send;    // per step: for a recv, the send that passes its bytes on as they are, or -1
   // Lanes to peers in both directions, and no receive that reduces: the Connection::setBusySender
   // hint. A receiver that only copies saves its copy by reading the sender's memory; one that
   // reduces reads the bytes once either way, and reducing straight out of the slots was faster.
@@ -67,11 +56,8 @@ struct ExecPlan {
 
 // The executor's per-run bookkeeping, kept between runs so its vectors keep their memory.
 struct ExecState {
-  std::vector<uint32_t> waiting;
-  std::vector<uint8_t> done;
+  WalkState walk;
   std::vector<uint8_t> fused;    // recvReduce steps the transport reduces as the bytes arrive
-  std::vector<uint8_t> arrived;  // recvReduce steps received, their combining held back (reduce_after)
-  std::vector<size_t> lane_next;  // per lane: first step not yet posted
   std::vector<transport::Connection*> lane_conn;
   std::vector<transport::Transport*> lane_via;  // the transport of each lane's connection
   std::vector<transport::Transport*> active;  // transports this schedule's peers use

@@ -3,9 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <map>
 #include <random>
 #include <vector>
+
+#include "exec/schedule_walker.h"
 
 namespace coll::algo::sim {
 namespace {
@@ -30,7 +31,7 @@ void putElem(std::vector<uint8_t>& buf, size_t byte_offset, size_t es, uint64_t 
 class Simulation {
  public:
   explicit Simulation(const SimConfig& c, const Mutation& mutate = {})
-      : c_(c), rng_(c.seed), ranks_(c.n), channels_(c.n * c.n) {
+      : c_(c), rng_(c.seed), ranks_(c.n) {
     const size_t bytes = c.count * c.elem_size;
     for (int r = 0; r < c.n; ++r) {
       RankState& st = ranks_[r];
@@ -51,7 +52,8 @@ class Simulation {
       std::string err = prepare(r);
       if (!err.empty()) return err;
     }
-    for (int r = 0; r < c_.n; ++r) postReady(r);
+    pairUp();
+    postEverywhere();
     while (error_.empty() && !events_.empty()) {
       std::uniform_int_distribution<size_t> pick(0, events_.size() - 1);
       size_t k = pick(rng_);
@@ -59,57 +61,74 @@ class Simulation {
       events_[k] = events_.back();
       events_.pop_back();
       apply(e);
-      for (int r = 0; r < c_.n && error_.empty(); ++r) postReady(r);
+      postEverywhere();
     }
     if (!error_.empty()) return error_;
     for (int r = 0; r < c_.n; ++r)
-      if (ranks_[r].finished != ranks_[r].s.steps.size()) return "deadlock: " + pendingReport();
-    for (int ch = 0; ch < c_.n * c_.n; ++ch)
-      if (channels_[ch].sends.size() != channels_[ch].recvs.size())
-        return "rank " + std::to_string(src(ch)) + " sent " + std::to_string(channels_[ch].sends.size()) +
-               " messages to rank " + std::to_string(dst(ch)) + ", which received " +
-               std::to_string(channels_[ch].recvs.size()) + ": some were never received";
+      if (!walker(r).allDone()) return "deadlock: " + pendingReport();
+    if (std::optional<LaneMismatch> m = pairMessages(plans(), samePlan, stepBytes(), [](int, uint32_t, int, uint32_t) {});
+        m && m->sent != m->received)
+      return "rank " + std::to_string(m->from) + " sent " + std::to_string(m->sent) + " messages to rank " +
+             std::to_string(m->to) + ", which received " + std::to_string(m->received) + ": some were never received";
     return checkResults();
   }
 
  private:
-  struct Queue {
-    std::vector<uint32_t> steps;
-    size_t next = 0;
-  };
   struct RankState {
     Schedule s;
     std::vector<uint8_t> input, output, scratch;
-    std::vector<uint32_t> waiting;
-    std::vector<std::vector<uint32_t>> dependents;
-    std::vector<bool> done;
-    std::vector<int32_t> reduce_waiter;  // per step: the recvReduce whose combining waits for it
-    std::vector<bool> held;              // recvReduce steps received, waiting for reduce_after
-    std::map<int, Queue> queues;
-    size_t finished = 0;
+    WalkPlan plan;
+    WalkState walk;
+    std::vector<int64_t> partner;  // per remote step: the step of the peer it pairs with (schedule_walker.h), or -1
+    std::vector<uint8_t> captured;  // per send (eager): its data left
+    std::vector<std::vector<uint8_t>> data;  // per send (eager): what left
   };
-  struct SendEntry {
-    int step = -1;
-    bool captured = false;
-    std::vector<uint8_t> data;
-  };
-  struct RecvEntry {
-    int step = -1;
-    bool arrived = false;
-  };
-  struct Channel {  // src -> dst, matched in FIFO order: the k-th send meets the k-th receive
-    std::vector<SendEntry> sends;
-    std::vector<RecvEntry> recvs;
-  };
+  // capture: a send's data leave (eager). arrive: a message lands in the receive's buffer.
+  // complete: the receiver sees the completion (and reduces).
   enum class EventKind { capture, arrive, complete };
   struct Event {
     EventKind kind;
-    int channel;
-    size_t seq;
+    int rank;       // capture: the sender; arrive, complete: the receiver
+    uint32_t step;  // on that rank
+  };
+  // The walker's sink for one rank.
+  struct Poster {
+    Simulation* sim;
+    int rank;
+    Status post(uint32_t i, uint32_t) {
+      sim->post(rank, i);
+      return sim->error_.empty() ? Status::ok() : internalError(sim->error_);
+    }
   };
 
-  int src(int ch) const { return ch / c_.n; }
-  int dst(int ch) const { return ch % c_.n; }
+  ScheduleWalker walker(int r) { return ScheduleWalker(ranks_[r].plan, ranks_[r].walk); }
+  std::vector<const WalkPlan*> plans() const {
+    std::vector<const WalkPlan*> out;
+    for (const RankState& st : ranks_) out.push_back(&st.plan);
+    return out;
+  }
+  static PeerEnd samePlan(int rank, int peer) { return {peer, rank}; }
+  struct StepBytes {
+    const Simulation* sim;
+    size_t operator()(int r, uint32_t i) const { return sim->ranks_[r].s.steps[i].bytes; }
+  };
+  StepBytes stepBytes() const { return {this}; }
+
+  // Which send meets which receive, the rule said once (pairMessages); sizes are checked as
+  // the messages arrive, counts at the end.
+  void pairUp() {
+    pairMessages(plans(), samePlan, stepBytes(), [this](int a, uint32_t send, int b, uint32_t recv) {
+      ranks_[a].partner[send] = recv;
+      ranks_[b].partner[recv] = send;
+    });
+  }
+
+  void postEverywhere() {
+    for (int r = 0; r < c_.n && error_.empty(); ++r) {
+      Poster sink{this, r};
+      (void)walker(r).postReady(sink);
+    }
+  }
 
   std::vector<uint8_t>& buffer(int r, BufferId id) {
     return (id == BufferId::output || c_.inPlace(r)) ? ranks_[r].output : ranks_[r].input;
@@ -144,27 +163,10 @@ class Simulation {
 
   std::string prepare(int r) {
     RankState& st = ranks_[r];
+    if (WalkFault f = checkWalkable(st.s, r, c_.n); f.what) return where(r, static_cast<uint32_t>(f.step)) + " " + f.what;
     const size_t n_steps = st.s.steps.size(), total = c_.count * c_.elem_size;
-    st.waiting.assign(n_steps, 0);
-    st.dependents.assign(n_steps, {});
-    st.done.assign(n_steps, false);
-    st.reduce_waiter.assign(n_steps, -1);
-    st.held.assign(n_steps, false);
     for (uint32_t i = 0; i < n_steps; ++i) {
       const Step& step = st.s.steps[i];
-      if (step.reduce_after >= 0) {
-        if (step.kind != StepKind::recvReduce || static_cast<uint32_t>(step.reduce_after) >= n_steps ||
-            st.reduce_waiter[step.reduce_after] >= 0)
-          return where(r, i) + " has a bad reduce_after";
-        st.reduce_waiter[step.reduce_after] = static_cast<int32_t>(i);
-      }
-      for (uint32_t d : step.deps)
-        if (d >= i) return where(r, i) + " depends on a later step " + std::to_string(d);
-      st.waiting[i] = static_cast<uint32_t>(step.deps.size());
-      for (uint32_t d : step.deps) st.dependents[d].push_back(i);
-      bool remote = step.kind == StepKind::send || step.kind == StepKind::recv || step.kind == StepKind::recvReduce;
-      if (remote && (step.peer < 0 || step.peer >= c_.n || step.peer == r)) return where(r, i) + " has a bad peer";
-      if (!remote && step.peer >= 0) return where(r, i) + ": a local step names a peer";
       if (step.bytes == 0) return where(r, i) + " moves no bytes";
       if (step.bytes % c_.elem_size || step.offset % c_.elem_size) return where(r, i) + " splits an element";
       if (step.offset + step.bytes > total) return where(r, i) + " runs past the buffer";
@@ -176,32 +178,25 @@ class Simulation {
         return where(r, i) + ": " + toString(c_.collective) + " reduces";
       if (std::string err = checkAccess(r, i); !err.empty()) return err;
       if (step.kind == StepKind::divide && !c_.average) return where(r, i) + ": divide without avg";
-      bool sending = step.kind == StepKind::send;
-      int key = step.peer < 0 ? -1 : step.peer * 2 + (sending ? 1 : 0);
-      st.queues[key].steps.push_back(i);
     }
     if (st.s.num_phases == 0 && n_steps > 0) return "rank " + std::to_string(r) + ": num_phases is 0";
     for (const Step& step : st.s.steps)
       if (step.phase >= st.s.num_phases)
         return "rank " + std::to_string(r) + ": phase " + std::to_string(step.phase) + " >= num_phases";
+    st.plan = WalkPlan::of(st.s);
+    walker(r).reset();
+    st.partner.assign(n_steps, -1);
+    st.captured.assign(n_steps, 0);
+    st.data.assign(n_steps, {});
     return "";
   }
 
   void finish(int r, uint32_t i) {
-    RankState& st = ranks_[r];
-    if (st.done[i]) {
-      error_ = where(r, i) + " finished twice";
-      return;
-    }
-    st.done[i] = true;
-    ++st.finished;
-    for (uint32_t d : st.dependents[i]) --st.waiting[d];
-    const int32_t waiter = st.reduce_waiter[i];
-    if (waiter >= 0 && st.held[waiter]) {
-      st.held[waiter] = false;
-      combine(r, ranks_[r].s.steps[waiter]);
-      finish(r, static_cast<uint32_t>(waiter));
-    }
+    const bool first = walker(r).finish(i, [this, r](uint32_t held) {
+      combine(r, ranks_[r].s.steps[held]);
+      return true;
+    });
+    if (!first) error_ = where(r, i) + " finished twice";
   }
 
   // output = source op received (a sum: commutative, so received_first changes nothing here)
@@ -215,21 +210,6 @@ class Simulation {
               (getElem(in, recv.offset + b, es) + getElem(scratch, recv.scratch_offset + b, es)) & widthMask(es));
   }
 
-  void postReady(int r) {
-    RankState& st = ranks_[r];
-    bool progressed = true;
-    while (progressed && error_.empty()) {
-      progressed = false;
-      for (auto& [key, q] : st.queues) {
-        while (q.next < q.steps.size() && st.waiting[q.steps[q.next]] == 0 && error_.empty()) {
-          post(r, q.steps[q.next]);
-          ++q.next;
-          progressed = true;
-        }
-      }
-    }
-  }
-
   void post(int r, uint32_t i) {
     const Step& step = ranks_[r].s.steps[i];
     const size_t es = c_.elem_size;
@@ -237,22 +217,18 @@ class Simulation {
       case StepKind::send: {
         if (step.copy_to_output && !c_.inPlace(r))  // the executor's postSendCopying, or its copy first
           std::memcpy(ranks_[r].output.data() + step.offset, ranks_[r].input.data() + step.offset, step.bytes);
-        int ch = r * c_.n + step.peer;
-        Channel& c = channels_[ch];
-        c.sends.push_back(SendEntry{static_cast<int>(i), false, {}});
-        size_t k = c.sends.size() - 1;
-        if (c_.mode == Mode::eager) events_.push_back({EventKind::capture, ch, k});
-        else if (k < c.recvs.size()) events_.push_back({EventKind::arrive, ch, k});
+        const int64_t q = ranks_[r].partner[i];
+        if (c_.mode == Mode::eager) events_.push_back({EventKind::capture, r, i});
+        else if (q >= 0 && walker(step.peer).posted(static_cast<uint32_t>(q)))
+          events_.push_back({EventKind::arrive, step.peer, static_cast<uint32_t>(q)});
         break;
       }
       case StepKind::recv:
       case StepKind::recvReduce: {
-        int ch = step.peer * c_.n + r;
-        Channel& c = channels_[ch];
-        c.recvs.push_back(RecvEntry{static_cast<int>(i), false});
-        size_t k = c.recvs.size() - 1;
-        if (k < c.sends.size() && (c_.mode == Mode::rendezvous || c.sends[k].captured))
-          events_.push_back({EventKind::arrive, ch, k});
+        const int64_t s = ranks_[r].partner[i];
+        if (s >= 0 && walker(step.peer).posted(static_cast<uint32_t>(s)) &&
+            (c_.mode == Mode::rendezvous || ranks_[step.peer].captured[s]))
+          events_.push_back({EventKind::arrive, r, i});
         break;
       }
       case StepKind::copy:
@@ -289,59 +265,58 @@ class Simulation {
   }
 
   void apply(const Event& e) {
-    Channel& c = channels_[e.channel];
-    const int s = src(e.channel), d = dst(e.channel);
     switch (e.kind) {
       case EventKind::capture: {  // eager: the data leave the sender, the send completes
-        SendEntry& se = c.sends[e.seq];
-        se.data = readSend(s, ranks_[s].s.steps[se.step]);
-        se.captured = true;
-        finish(s, se.step);
-        if (e.seq < c.recvs.size()) events_.push_back({EventKind::arrive, e.channel, e.seq});
+        const Step& send = ranks_[e.rank].s.steps[e.step];
+        ranks_[e.rank].data[e.step] = readSend(e.rank, send);
+        ranks_[e.rank].captured[e.step] = 1;
+        finish(e.rank, e.step);
+        const int64_t q = ranks_[e.rank].partner[e.step];
+        if (q >= 0 && walker(send.peer).posted(static_cast<uint32_t>(q)))
+          events_.push_back({EventKind::arrive, send.peer, static_cast<uint32_t>(q)});
         break;
       }
       case EventKind::arrive: {  // the message lands in the receive's buffer
-        SendEntry& se = c.sends[e.seq];
-        RecvEntry& re = c.recvs[e.seq];
-        const Step& send = ranks_[s].s.steps[se.step];
-        const Step& recv = ranks_[d].s.steps[re.step];
+        const Step& recv = ranks_[e.rank].s.steps[e.step];
+        const int s = recv.peer;
+        const auto si = static_cast<uint32_t>(ranks_[e.rank].partner[e.step]);
+        const Step& send = ranks_[s].s.steps[si];
         if (send.bytes != recv.bytes) {
-          error_ = "size mismatch: " + where(s, se.step) + " sends to " + where(d, re.step);
+          error_ = "size mismatch: " + where(s, si) + " sends to " + where(e.rank, e.step);
           return;
         }
-        std::vector<uint8_t> data = c_.mode == Mode::eager ? se.data : readSend(s, send);
-        auto& target = recv.kind == StepKind::recvReduce ? ranks_[d].scratch : ranks_[d].output;
+        std::vector<uint8_t> data = c_.mode == Mode::eager ? ranks_[s].data[si] : readSend(s, send);
+        auto& target = recv.kind == StepKind::recvReduce ? ranks_[e.rank].scratch : ranks_[e.rank].output;
         size_t at = recv.kind == StepKind::recvReduce ? recv.scratch_offset : recv.offset;
         std::memcpy(target.data() + at, data.data(), data.size());
-        re.arrived = true;
-        if (c_.mode == Mode::rendezvous) finish(s, se.step);
-        events_.push_back({EventKind::complete, e.channel, e.seq});
+        if (c_.mode == Mode::rendezvous) finish(s, si);
+        events_.push_back({EventKind::complete, e.rank, e.step});
         break;
       }
       case EventKind::complete: {  // the receiver sees the completion (and reduces)
-        RecvEntry& re = c.recvs[e.seq];
-        const Step& recv = ranks_[d].s.steps[re.step];
+        const Step& recv = ranks_[e.rank].s.steps[e.step];
         if (recv.kind == StepKind::recvReduce) {
-          if (recv.reduce_after >= 0 && !ranks_[d].done[recv.reduce_after]) {
-            ranks_[d].held[re.step] = true;  // combined when reduce_after finishes
-            break;
-          }
-          combine(d, recv);
+          if (!walker(e.rank).mayCombine(e.step)) break;  // combined when reduce_after finishes
+          combine(e.rank, recv);
         }
-        finish(d, re.step);
+        finish(e.rank, e.step);
         break;
       }
     }
   }
 
-  std::string pendingReport() const {
+  std::string pendingReport() {
     std::ostringstream o;
     for (int r = 0; r < c_.n; ++r) {
-      const RankState& st = ranks_[r];
-      o << "\n  rank " << r << ": " << st.finished << "/" << st.s.steps.size() << " done";
-      for (const auto& [key, q] : st.queues)
-        if (q.next < q.steps.size() || (q.next > 0 && !st.done[q.steps[q.next - 1]]))
-          o << "; queue " << key << " next " << q.next << "/" << q.steps.size();
+      const ScheduleWalker w = walker(r);
+      o << "\n  rank " << r << ": " << w.finished() << "/" << ranks_[r].s.steps.size() << " done";
+      const std::vector<WalkPlan::Lane>& lanes = ranks_[r].plan.lanes;
+      for (uint32_t l = 0; l < lanes.size(); ++l) {
+        const uint32_t next = w.laneNext(l);
+        if (next < lanes[l].steps.size() || (next > 0 && !w.done(lanes[l].steps[next - 1])))
+          o << "; " << (lanes[l].peer < 0 ? "local" : (lanes[l].sending ? "to " : "from ") + std::to_string(lanes[l].peer))
+            << " next " << next << "/" << lanes[l].steps.size();
+      }
     }
     return o.str();
   }
@@ -393,7 +368,6 @@ class Simulation {
   SimConfig c_;
   std::mt19937_64 rng_;
   std::vector<RankState> ranks_;
-  std::vector<Channel> channels_;
   std::vector<Event> events_;
   std::string error_;
 };
@@ -401,24 +375,21 @@ class Simulation {
 }  // namespace
 
 // Statically: the k-th send from r to p has the byte size of p's k-th receive from r, and
-// their numbers agree (what the transport's FIFO matching and length check rely on).
+// their numbers agree (what the transport's FIFO matching and length check rely on), by the
+// walker's pairing rule (pairMessages).
 std::string checkPairing(const SimConfig& c) {
   std::vector<Schedule> s;
+  std::vector<WalkPlan> plans;
   for (int r = 0; r < c.n; ++r) s.push_back(build(c, r));
-  for (int a = 0; a < c.n; ++a)
-    for (int b = 0; b < c.n; ++b) {
-      if (a == b) continue;
-      std::vector<size_t> sent, received;
-      for (const Step& st : s[a].steps)
-        if (st.kind == StepKind::send && st.peer == b) sent.push_back(st.bytes);
-      for (const Step& st : s[b].steps)
-        if ((st.kind == StepKind::recv || st.kind == StepKind::recvReduce) && st.peer == a) received.push_back(st.bytes);
-      if (sent != received)
-        return "rank " + std::to_string(a) + " sends " + std::to_string(sent.size()) + " messages to rank " +
-               std::to_string(b) + ", which receives " + std::to_string(received.size()) +
-               " (or their sizes differ)";
-    }
-  return "";
+  for (int r = 0; r < c.n; ++r) plans.push_back(WalkPlan::of(s[r]));
+  std::vector<const WalkPlan*> view;
+  for (const WalkPlan& p : plans) view.push_back(&p);
+  std::optional<LaneMismatch> m = pairMessages(
+      view, [](int rank, int peer) { return PeerEnd{peer, rank}; },
+      [&](int r, uint32_t i) { return s[r].steps[i].bytes; }, [](int, uint32_t, int, uint32_t) {});
+  if (!m) return "";
+  return "rank " + std::to_string(m->from) + " sends " + std::to_string(m->sent) + " messages to rank " +
+         std::to_string(m->to) + ", which receives " + std::to_string(m->received) + " (or their sizes differ)";
 }
 
 void simulate(const SimConfig& c) {

@@ -7,9 +7,10 @@
 // gather output is an empty workspace), which ranks are in place, and what each rank's output
 // must hold afterwards.
 //
-// The interpreter is deliberately more adversarial than the socket transport: it posts steps
-// exactly as the executor does (queue heads per peer and direction, once their deps are done;
-// local steps at once), then picks at random among everything that could happen next: a send
+// The interpreter is deliberately more adversarial than the socket transport: it walks each
+// rank's schedule with the executor's own ScheduleWalker (exec/schedule_walker.h: lane heads
+// once their deps are done, the local lane last; sends paired with receives by its rule), then
+// picks at random among everything that could happen next: a send
 // capturing its data (eager mode: sends complete before the peer receives; rendezvous mode:
 // only when the peer's receive takes the data), a message landing in its receive buffer, a
 // receive completing (and a recvReduce combining its source, output or input, with its

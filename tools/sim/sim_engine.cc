@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <limits>
 #include <deque>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <utility>
 
 #include "base/log.h"
+#include "exec/schedule_walker.h"
 #include "schedule_feed.h"
 #include "sim_network.h"
 #include "symmetry.h"
@@ -22,17 +24,18 @@ using algo::StepKind;
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 
 constexpr uint8_t kJoin = 0xff;  // the end of one run of a rank's schedule (not a StepKind)
-// What one step costs at the peak, beside its dependency edges (4 B each): its record (48 B),
-// its end in the pairing (16 B, until paired) and its completion event (16 B, while queued).
-constexpr double kBytesPerStep = 80;
+// What one step costs at the peak per run: its record (40 B) and its completion event (16 B,
+// while queued); and once per simulated rank, its walk plan (about 28 B, schedule_walker.h)
+// and walk state (6 B), beside the plan's dependency edges (4 B each).
+constexpr double kBytesPerRunStep = 56;
+constexpr double kBytesPerPlanStep = 34;
 
 // kCopies: a send that also writes the output (Step::copy_to_output). kAwaitsReader: a send
 // inside a host that did not fit the ring, done only as its receiver reads (Fabric::shm_ring_bytes).
 // kSenderCopies: a send inside a host whose sender copies it once (into the ring, or its own
 // copy to the output beside a peer's CMA read), on top of the receiver's pass.
 enum Flag : uint8_t {
-  kReady = 1, kArrived = 2, kPosted = 4, kChannelOpen = 8, kDone = 16, kCopies = 32, kAwaitsReader = 64,
-  kSenderCopies = 128
+  kArrived = 2, kPosted = 4, kDone = 16, kCopies = 32, kAwaitsReader = 64, kSenderCopies = 128
 };
 
 // coll's shared memory reads a message by CMA, the sender not copying it, only where the sender
@@ -41,178 +44,111 @@ enum Flag : uint8_t {
 // copies in, the receiver copies (or reduces) out.
 constexpr uint32_t kCmaMinBytes = 256 << 10;
 
-// What timing needs of one step, in one cache line's worth: an event touches one record
-// rather than a dozen arrays (a simulation of 16,384 ranks holds tens of millions of them).
+// What timing needs of one step in one run: an event touches one record rather than a dozen
+// arrays (a simulation of 16,384 ranks holds tens of millions of them). Which step is ready,
+// which is posted and which send meets which receive are the walker's (schedule_walker.h).
 struct Rec {
   uint32_t bytes = 0;
   int32_t peer = -1;
   int32_t rank = 0;
-  uint32_t pending = 0;        // deps not done yet
-  uint32_t succ_first = 0;     // who waits for it: succ[succ_first, next record's succ_first)
-  uint32_t partner = kNone;    // the matching send or receive
-  uint32_t channel_next = kNone;  // the next send to the same peer
+  uint32_t partner = kNone;  // the matching send or receive
   uint8_t kind = 0;
   uint8_t flags = 0;
-  double ready_at = 0, arrives_at = 0;
+  double posted_at = 0, arrives_at = 0;
 };
 
-// Every rank's steps, flattened: step g of the job is step g - first[rank] of that rank.
-// One record past the last closes the last step's successor list.
+// Every rank's steps, flattened: the runs of a simulated rank follow each other, each its
+// schedule's steps and a join; plan[r] is walked by every run of rank r.
 struct Steps {
-  std::vector<uint32_t> first;   // per rank, and one past the last
+  std::vector<uint32_t> first;       // per rank, and one past the last
   std::vector<uint32_t> run_length;  // per rank: steps in one run of its schedule (its join follows)
   std::vector<Rec> rec;
-  std::vector<uint32_t> succ;
+  std::vector<WalkPlan> plan;        // per simulated rank
 
-  size_t size() const { return rec.empty() ? 0 : rec.size() - closed_; }
-  void reserve(size_t steps, size_t edges) {
-    rec.reserve(steps + 1);
-    succ.reserve(edges);
+  size_t size() const { return rec.size(); }
+  size_t memory() const {
+    size_t bytes = first.capacity() * 4 + rec.capacity() * sizeof(Rec);
+    for (const WalkPlan& p : plan)
+      bytes += (p.dep_count.capacity() + p.dependent_begin.capacity() + p.dependents.capacity() +
+                p.reduce_after.capacity() + p.reduce_waiter.capacity() + p.step_lane.capacity() +
+                p.lane_pos.capacity()) * 4 + p.size() * (4 + 6);
+    return bytes;
   }
-  void close() {
-    rec.push_back(Rec{});
-    rec.back().succ_first = static_cast<uint32_t>(succ.size());
-    closed_ = 1;
-  }
-  size_t memory() const { return first.capacity() * 4 + rec.capacity() * sizeof(Rec) + succ.capacity() * 4; }
   int rankOf(uint32_t g) const { return rec[g].rank; }
-
- private:
-  size_t closed_ = 0;
+  // Step i of run k of rank r.
+  uint32_t at(int r, int k, uint32_t i) const {
+    return first[static_cast<size_t>(r)] + static_cast<uint32_t>(k) * (run_length[static_cast<size_t>(r)] + 1) + i;
+  }
 };
-
-// One end of a message, for pairing: (sender, receiver, sequence on that channel) -> step.
-struct End {
-  uint64_t key;
-  uint32_t step;
-  bool operator<(const End& o) const { return key < o.key; }
-};
-// Keyed by the sender's simulated rank and the offset to its peer, which a periodic simulation
-// shares between a message and its images (symmetry.h).
-uint64_t endKey(int sender, int offset, uint32_t seq) {
-  return (static_cast<uint64_t>(sender) << 44) | (static_cast<uint64_t>(offset) << 24) | seq;
-}
 
 class Loader {
  public:
-  Loader(const ClusterModel& m, Steps* s, int period) : m_(m), s_(*s), n_(m.topo.nranks), period_(period) {
-    last_send_.assign(static_cast<size_t>(n_), kNone);
-    sends_to_.assign(static_cast<size_t>(n_), 0);
-    recvs_from_.assign(static_cast<size_t>(n_), 0);
-  }
+  Loader(const ClusterModel& m, Steps* s, int period, int runs) : m_(m), s_(*s), n_(m.topo.nranks), period_(period), runs_(runs) {}
 
-  // Appends `copies` back-to-back runs of a rank's schedule, each followed by a join step that
-  // waits for all of it (the runner counts the run's steps down rather than giving every step
-  // an edge to it) and that the next run's first steps wait for: the ops of a
+  // Appends `runs` back-to-back runs of a rank's schedule, each followed by a join step that
+  // ends the run (the runner's walker says when it is done) and starts the next: the ops of a
   // communicator run one after another on each rank, as a benchmark loop issues them.
-  void reserveMessages(size_t n) {
-    sends_.reserve(n);
-    recvs_.reserve(n);
-  }
-
-  Status add(int rank, const algo::Schedule& sched, int copies) {
+  Status add(int rank, const algo::Schedule& sched) {
     const size_t L = sched.steps.size();
-    if (s_.size() + (L + 1) * static_cast<size_t>(copies) >= kNone)
+    if (s_.size() + (L + 1) * static_cast<size_t>(runs_) >= kNone)
       return invalidArgument("more than 4 billion steps: too large to simulate");
+    if (WalkFault f = checkWalkable(sched, rank, n_); f.what)
+      return internalError(format("rank %d: step %lld %s", rank, static_cast<long long>(f.step), f.what));
     s_.first.push_back(static_cast<uint32_t>(s_.size()));
     s_.run_length.push_back(static_cast<uint32_t>(L));
+    s_.plan.push_back(WalkPlan::of(sched));
     busy_ = algo::copiesBothWays(sched);
-    std::vector<uint32_t> succ_count(L, 0), roots;
-    for (size_t i = 0; i < L; ++i) {
-      for (uint32_t d : sched.steps[i].deps) ++succ_count[d];
-      if (sched.steps[i].deps.empty()) roots.push_back(static_cast<uint32_t>(i));
+    for (int k = 0; k < runs_; ++k) {
+      for (const algo::Step& st : sched.steps) COLL_RETURN_IF_ERROR(addStep(rank, st));
+      Rec join;
+      join.kind = kJoin;
+      join.rank = rank;
+      s_.rec.push_back(join);
     }
-    std::vector<uint32_t> fill(L);
-    for (int k = 0; k < copies; ++k) {
-      const uint32_t base = static_cast<uint32_t>(s_.size());
-      const uint32_t join = base + static_cast<uint32_t>(L);
-      uint32_t at = static_cast<uint32_t>(s_.succ.size());
-      for (size_t i = 0; i < L; ++i) {
-        fill[i] = at;
-        at += succ_count[i];
-      }
-      s_.succ.resize(at);
-      for (size_t i = 0; i < L; ++i) {
-        const algo::Step& st = sched.steps[i];
-        for (uint32_t d : st.deps) s_.succ[fill[d]++] = base + static_cast<uint32_t>(i);
-        const uint32_t succ_first = fill[i];  // its successors come later: none filled yet
-        COLL_RETURN_IF_ERROR(addStep(rank, base + static_cast<uint32_t>(i), st, succ_first));
-        if (k > 0 && st.deps.empty()) ++s_.rec.back().pending;  // the previous run's join
-      }
-      addJoin(rank, L == 0 ? 0 : 1, k + 1 < copies ? roots : std::vector<uint32_t>{}, join + 1);
-    }
-    for (int p : touched_) last_send_[static_cast<size_t>(p)] = kNone, sends_to_[static_cast<size_t>(p)] = 0,
-                           recvs_from_[static_cast<size_t>(p)] = 0;
-    touched_.clear();
     return Status::ok();
   }
 
-  // Pairs sends with receives; Internal naming the first channel that does not match.
+  // Pairs sends with receives by the walker's rule; Internal naming the first pair of ranks
+  // whose messages do not match.
   Status pair() {
     s_.first.push_back(static_cast<uint32_t>(s_.size()));
-    s_.close();
-    if (sends_.size() != recvs_.size())
-      return internalError(format("the schedules post %zu sends but %zu receives", sends_.size(), recvs_.size()));
-    std::sort(sends_.begin(), sends_.end());
-    std::sort(recvs_.begin(), recvs_.end());
-    for (size_t i = 0; i < sends_.size(); ++i) {
-      const End& a = sends_[i];
-      const End& b = recvs_[i];
-      if (a.key != b.key || s_.rec[a.step].bytes != s_.rec[b.step].bytes) {
-        const End& e = a.key <= b.key ? a : b;
-        const int from = static_cast<int>(e.key >> 44);
-        return internalError(format("rank %d's messages to rank %d do not match the receives posted for them "
-                                    "(message #%u: %u bytes sent, %u expected)",
-                                    from, (from + static_cast<int>((e.key >> 24) & 0xfffff)) % n_,
-                                    static_cast<unsigned>(e.key & 0xffffff), s_.rec[a.step].bytes, s_.rec[b.step].bytes));
+    size_t sends = 0, recvs = 0;
+    for (const WalkPlan& p : s_.plan)
+      for (const WalkPlan::Lane& lane : p.lanes)
+        if (lane.peer >= 0) (lane.sending ? sends : recvs) += lane.steps.size() * static_cast<size_t>(runs_);
+    if (sends != recvs) return internalError(format("the schedules post %zu sends but %zu receives", sends, recvs));
+    std::vector<const WalkPlan*> plans;
+    for (const WalkPlan& p : s_.plan) plans.push_back(&p);
+    // A periodic simulation (symmetry.h): rank p stands for its image p mod period, which names
+    // rank r as r shifted by as much as p is.
+    auto resolve = [this](int r, int p) { return PeerEnd{p % period_, ((r + p % period_ - p) % n_ + n_) % n_}; };
+    auto bytes = [this](int r, uint32_t i) { return s_.rec[s_.at(r, 0, i)].bytes; };
+    std::optional<LaneMismatch> m = pairMessages(plans, resolve, bytes, [this](int a, uint32_t send, int b, uint32_t recv) {
+      for (int k = 0; k < runs_; ++k) {
+        s_.rec[s_.at(a, k, send)].partner = s_.at(b, k, recv);
+        s_.rec[s_.at(b, k, recv)].partner = s_.at(a, k, send);
       }
-      s_.rec[a.step].partner = b.step;
-      s_.rec[b.step].partner = a.step;
-    }
-    std::vector<End>().swap(sends_);
-    std::vector<End>().swap(recvs_);
-    return Status::ok();
+    });
+    if (!m) return Status::ok();
+    if (m->sent != m->received)
+      return internalError(format("rank %d sends %zu messages to rank %d, which receives %zu of them", m->from, m->sent,
+                                  m->to, m->received));
+    return internalError(format("rank %d's messages to rank %d do not match the receives posted for them "
+                                "(message #%zu: %zu bytes sent, %zu expected)",
+                                m->from, m->to, m->k, m->sent_bytes, m->expected_bytes));
   }
 
  private:
-  void addJoin(int rank, uint32_t waits_for, const std::vector<uint32_t>& next_roots, uint32_t next_base) {
-    Rec r;
-    r.succ_first = static_cast<uint32_t>(s_.succ.size());
-    for (uint32_t root : next_roots) s_.succ.push_back(next_base + root);
-    r.kind = kJoin;
-    r.rank = rank;
-    r.pending = waits_for;
-    s_.rec.push_back(r);
-  }
-
-  Status addStep(int rank, uint32_t g, const algo::Step& st, uint32_t succ_first) {
+  Status addStep(int rank, const algo::Step& st) {
     if (st.bytes >= (uint64_t{1} << 32)) return invalidArgument("a message of 4 GiB or more: too large to simulate");
     Rec r;
     r.kind = static_cast<uint8_t>(st.kind);
     r.peer = st.peer;
     r.rank = rank;
     r.bytes = static_cast<uint32_t>(st.bytes);
-    r.pending = static_cast<uint32_t>(st.deps.size());
-    r.succ_first = succ_first;
     if (st.copy_to_output) r.flags |= kCopies;
-    const bool send = st.kind == StepKind::send;
-    if (send && senderCopies(rank, st)) r.flags |= kSenderCopies;
+    if (st.kind == StepKind::send && senderCopies(rank, st)) r.flags |= kSenderCopies;
     s_.rec.push_back(r);
-    if (!send && st.kind != StepKind::recv && st.kind != StepKind::recvReduce) return Status::ok();
-    const size_t p = static_cast<size_t>(st.peer);
-    if (st.peer < 0 || st.peer >= n_ || st.peer == rank)
-      return internalError(format("rank %d: step %u names peer %d", rank, g - s_.first.back(), st.peer));
-    if (!sends_to_[p] && !recvs_from_[p] && last_send_[p] == kNone) touched_.push_back(st.peer);
-    if (send) {
-      if (last_send_[p] == kNone) s_.rec.back().flags |= kChannelOpen;
-      else s_.rec[last_send_[p]].channel_next = g;
-      last_send_[p] = g;
-      sends_.push_back({endKey(rank, (st.peer - rank + n_) % n_, sends_to_[p]++), g});
-    } else {
-      recvs_.push_back({endKey(st.peer % period_, (rank - st.peer + n_) % n_, recvs_from_[p]++), g});
-    }
-    if (sends_to_[p] > 0xffffff || recvs_from_[p] > 0xffffff)
-      return invalidArgument("more than 16 million messages on one channel: too large to simulate");
     return Status::ok();
   }
 
@@ -226,11 +162,8 @@ class Loader {
 
   const ClusterModel& m_;
   Steps& s_;
-  int n_, period_;
+  int n_, period_, runs_;
   bool busy_ = false;  // the schedule being added: algo::copiesBothWays()
-  std::vector<uint32_t> last_send_, sends_to_, recvs_from_;
-  std::vector<int> touched_;
-  std::vector<End> sends_, recvs_;
 };
 
 // A step completes at t; or (work) a receive's message is there and the step ready at t, so
@@ -251,26 +184,19 @@ class Runner {
  public:
   Runner(const ClusterModel& m, Steps& s, int warmup, int period)
       : m_(m), s_(s), net_(m, period), warmup_(warmup), finish_(static_cast<size_t>(period), 0),
-        timed_from_(finish_), joins_(finish_.size(), 0), left_(s.run_length), join_(finish_.size()) {
-    for (size_t r = 0; r < join_.size(); ++r) join_[r] = s.first[r] + s.run_length[r];
-  }
+        timed_from_(finish_), joins_(finish_.size(), 0), base_(s.first.begin(), s.first.end() - 1),
+        walk_(finish_.size()) {}
 
   Status run(SimResult* out) {
-    for (uint32_t g = 0; g < s_.size(); ++g)
-      if (s_.rec[g].pending == 0) ready(g, 0);
+    for (size_t r = 0; r < finish_.size(); ++r) startRun(r, 0);
     while (!events_.empty()) {
       const Event e = events_.top();
       events_.pop();
+      now_ = e.t;
       // The records are spread over gigabytes at scale: start fetching the next one now.
       if (!events_.empty()) __builtin_prefetch(&s_.rec[events_.top().step]);
       if (e.kind == EventKind::work) {
-        const Rec& x = s_.rec[e.step];
-        const double end = net_.receiveWork(x.rank, x.peer, e.t, x.bytes, x.kind == uint8_t(StepKind::recvReduce));
-        if (net_.sameHost(x.rank, x.peer)) readFromRing(ringKey(x.partner, e.step), e.t, end, x.bytes);
-        if (trace_)
-          std::fprintf(stderr, "recv %9.2f us  rank %d  step %u  done %9.2f us\n", e.t * 1e6, s_.rankOf(e.step),
-                       e.step - s_.first[static_cast<size_t>(s_.rankOf(e.step))], end * 1e6);
-        push(e.step, end);
+        work(e.step, e.t);
         continue;
       }
       if (e.kind == EventKind::transfer) {
@@ -295,7 +221,29 @@ class Runner {
     return Status::ok();
   }
 
+  // The walker's sink: step i of rank r's current run heads its lane and is ready, at now_.
+  struct Poster {
+    Runner* run;
+    size_t rank;
+    Status post(uint32_t i, uint32_t) {
+      run->start(run->base_[rank] + i, static_cast<int>(rank));
+      return Status::ok();
+    }
+  };
+
  private:
+  ScheduleWalker walker(size_t r) { return ScheduleWalker(s_.plan[r], walk_[r]); }
+
+  // Rank r begins a run whose records start at base_[r]: its steps without deps are ready.
+  void startRun(size_t r, double t) {
+    now_ = t;
+    ScheduleWalker w = walker(r);
+    w.reset();
+    if (s_.run_length[r] == 0) return endRun(r, t);
+    Poster sink{this, r};
+    (void)w.postReady(sink);
+  }
+
   void complete(uint32_t g, double t) {
     s_.rec[g].flags |= kDone;
     ++done_;
@@ -303,52 +251,55 @@ class Runner {
     if (s_.rec[g].kind == kJoin) {
       finish_[r] = t;
       if (++joins_[r] == warmup_) timed_from_[r] = t;
-      join_[r] += s_.run_length[r] + 1;
-      left_[r] = s_.run_length[r];
-    } else if (--left_[r] == 0) {
-      endRun(r, t);
+      if (g + 1 < s_.first[r + 1]) {
+        base_[r] = g + 1;
+        startRun(r, t);
+      }
+      return;
     }
-    for (uint32_t i = s_.rec[g].succ_first; i < s_.rec[g + 1].succ_first; ++i)
-      if (--s_.rec[s_.succ[i]].pending == 0) ready(s_.succ[i], t);
+    ScheduleWalker w = walker(r);
+    Poster sink{this, r};
+    // A recvReduce held for this step reduces from now (its message is in); a dependent that
+    // became ready posts what heads its lane.
+    w.finish(g - base_[r], [&](uint32_t held) {
+      events_.push({std::max(s_.rec[base_[r] + held].arrives_at, t), base_[r] + held, EventKind::work});
+      return false;
+    }, [&](uint32_t d) { (void)w.postLane(s_.plan[r].step_lane[d], sink); });
+    if (w.allDone()) endRun(r, t);
   }
 
   // A rank's last step of a run is done at t: its join, once the op's own software time
   // (Fabric::per_op_s) has run on the rank's thread, ends the op and lets the next one start.
   void endRun(size_t r, double t) {
-    if (m_.fabric.per_op_s <= 0) return complete(join_[r], t);
-    push(join_[r], net_.compute(static_cast<int>(r), t, m_.fabric.per_op_s));
+    const uint32_t join = base_[r] + s_.run_length[r];
+    if (m_.fabric.per_op_s <= 0) return complete(join, t);
+    push(join, net_.compute(static_cast<int>(r), t, m_.fabric.per_op_s));
   }
 
-  void ready(uint32_t g, double t) {
-    s_.rec[g].flags |= kReady;
-    s_.rec[g].ready_at = t;
-    const int r = s_.rankOf(g);
-    if (s_.rec[g].kind == kJoin) return push(g, t);
+  // Step g heads its lane with its deps done, at now_: a send is posted, a receive waits for its
+  // message, a local step runs on the rank's progress thread.
+  void start(uint32_t g, int r) {
+    const double t = now_;
+    s_.rec[g].posted_at = t;
     switch (static_cast<StepKind>(s_.rec[g].kind)) {
-      case StepKind::send:
-        if (s_.rec[g].flags & kChannelOpen) post(g, r, t);
-        break;
+      case StepKind::send: post(g, r, t); break;
       case StepKind::recv: case StepKind::recvReduce:
+        s_.rec[g].flags |= kPosted;
         if (s_.rec[g].flags & kArrived) receive(g);
         break;
-      case StepKind::copy:
+      case StepKind::copy: case StepKind::stash:
         push(g, net_.compute(r, t, s_.rec[g].bytes / m_.topo.intra.beta_Bps));
         break;
       case StepKind::divide: case StepKind::combine:
         push(g, net_.compute(r, t, s_.rec[g].bytes / m_.topo.gamma_Bps));
         break;
-      case StepKind::stash:
-        push(g, net_.compute(r, t, s_.rec[g].bytes / m_.topo.intra.beta_Bps));
-        break;
     }
   }
 
-  // A send at the head of its channel, ready at t: the sender's software cost, the path, α.
-  // A send at the head of its channel, ready at t: the sender's software cost first, then the
-  // next send to the same peer may be posted.
-  // A send that also fills the output (Step::copy_to_output) costs that copy first where the
-  // executor makes it (between hosts); shared memory writes it from its slot, in the send. A
-  // sender inside a host copies into the ring first (kSenderCopies).
+  // A posted send at t: the sender's software cost first (the next send to the same peer is
+  // posted after it, in lane order). A send that also fills the output (Step::copy_to_output)
+  // costs that copy first where the executor makes it (between hosts); shared memory writes it
+  // from its slot, in the send. A sender inside a host copies into the ring first (kSenderCopies).
   void post(uint32_t g, int r, double t) {
     s_.rec[g].flags |= kPosted;
     const bool across = !net_.sameHost(r, s_.rec[g].peer);
@@ -357,11 +308,6 @@ class Runner {
     double at = net_.compute(r, t, cost);
     if (s_.rec[g].flags & kSenderCopies) at = net_.copyInHost(r, at, s_.rec[g].bytes);
     events_.push({at, g, EventKind::transfer});
-    const uint32_t next = s_.rec[g].channel_next;
-    if (next != kNone) {
-      s_.rec[next].flags |= kChannelOpen;
-      if (s_.rec[next].flags & kReady) post(next, r, std::max(t, s_.rec[next].ready_at));
-    }
   }
 
   // The bytes cross the path from t; the receiver has them α after the last one left.
@@ -378,12 +324,27 @@ class Runner {
     const uint32_t p = s_.rec[g].partner;
     s_.rec[p].flags |= kArrived;
     s_.rec[p].arrives_at = sent + net_.alpha(r, dst);
-    if (s_.rec[p].flags & kReady) receive(p);
+    if (s_.rec[p].flags & kPosted) receive(p);
   }
 
   void receive(uint32_t g) {
-    const double t = std::max(s_.rec[g].ready_at, s_.rec[g].arrives_at);
+    const double t = std::max(s_.rec[g].posted_at, s_.rec[g].arrives_at);
     events_.push({t, g, EventKind::work});  // every receive costs its rank something (receiveWork)
+  }
+
+  // A received message's cost to its rank at t; a recvReduce whose reduce_after has not
+  // finished waits for it (the walker hands it back to complete()).
+  void work(uint32_t g, double t) {
+    const Rec& x = s_.rec[g];
+    const size_t r = static_cast<size_t>(x.rank);
+    const bool reduces = x.kind == uint8_t(StepKind::recvReduce);
+    if (reduces && !walker(r).mayCombine(g - base_[r])) return;
+    const double end = net_.receiveWork(x.rank, x.peer, t, x.bytes, reduces);
+    if (net_.sameHost(x.rank, x.peer)) readFromRing(ringKey(x.partner, g), t, end, x.bytes);
+    if (trace_)
+      std::fprintf(stderr, "recv %9.2f us  rank %d  step %u  done %9.2f us\n", t * 1e6, x.rank,
+                   g - s_.first[r], end * 1e6);
+    push(g, end);
   }
 
   void push(uint32_t g, double t) { events_.push({t, g, EventKind::complete}); }
@@ -447,7 +408,9 @@ class Runner {
   const int warmup_;
   std::vector<double> finish_, timed_from_;  // per rank: its last join; the end of its warm-up runs
   std::vector<int> joins_;
-  std::vector<uint32_t> left_, join_;  // per rank: steps of its current run not done; that run's join
+  std::vector<uint32_t> base_;  // per rank: the first record of its current run
+  std::vector<WalkState> walk_;  // per rank: its current run's walk
+  double now_ = 0;  // the time of the event being handled
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::unordered_map<uint64_t, Ring> rings_;
   uint64_t messages_ = 0, across_ = 0, done_ = 0;
@@ -466,7 +429,6 @@ Status simulate(const ClusterModel& m, const SimRequest& q, SimResult* out) {
   const int period = simulationPeriod(m, q, &how);
   const int runs = q.warmup + q.iters;
   Steps steps;
-  size_t sends = 0;
   {
     // A few ranks' schedules stand for the others' size: refuse before allocating what cannot
     // fit, and reserve the rest at once (a doubling vector would need half as much again).
@@ -474,30 +436,27 @@ Status simulate(const ClusterModel& m, const SimRequest& q, SimResult* out) {
     for (int r : {0, 1, period / 2, period - 1}) {
       if (r >= period) continue;
       const algo::Schedule one = q.algorithm->build(buildParamsFor(m, q, r));
-      size_t d = 0, sent = 0;
-      for (const algo::Step& st : one.steps) {
-        d += st.deps.size();
-        sent += st.kind == algo::StepKind::send;
-      }
+      size_t d = 0;
+      for (const algo::Step& st : one.steps) d += st.deps.size();
       most_steps = std::max(most_steps, one.steps.size());
       deps = std::max(deps, d);
-      sends = std::max(sends, sent);
     }
     const double total = static_cast<double>(most_steps + 1) * runs * period;
-    const double need = total * kBytesPerStep + static_cast<double>(deps) * runs * period * 4;
+    const double need = total * kBytesPerRunStep +
+                        static_cast<double>(period) * (static_cast<double>(most_steps) * kBytesPerPlanStep + deps * 4.0);
     if (need > static_cast<double>(q.max_memory_bytes))
       return unsupportedError(format("%s %s of %zu B on %d ranks: %.0f million steps to simulate (%s), about %.1f GiB, "
                                     "beyond the memory limit of %.1f GiB (--max-memory)",
                                     algo::toString(q.collective), q.algorithm->name, q.bytes, m.topo.nranks,
                                     total / 1e6, how.c_str(), need / (1 << 30),
                                     static_cast<double>(q.max_memory_bytes) / (1 << 30)));
-    steps.reserve(static_cast<size_t>(total * 1.02) + 64, static_cast<size_t>(deps * 1.02 * runs * period) + 64);
+    steps.rec.reserve(static_cast<size_t>(total * 1.02) + 64);
+    steps.plan.reserve(static_cast<size_t>(period));
   }
   const auto t0 = std::chrono::steady_clock::now();
-  Loader loader(m, &steps, period);
-  loader.reserveMessages(static_cast<size_t>(sends * 1.02 * runs * period) + 64);
+  Loader loader(m, &steps, period, runs);
   COLL_RETURN_IF_ERROR(
-      buildInOrder(m, q, period, [&](int r, const algo::Schedule& sched) { return loader.add(r, sched, runs); }));
+      buildInOrder(m, q, period, [&](int r, const algo::Schedule& sched) { return loader.add(r, sched); }));
   COLL_RETURN_IF_ERROR(loader.pair());
   SimResult result;
   result.memory_bytes = steps.memory();

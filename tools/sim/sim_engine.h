@@ -1,13 +1,14 @@
 // The discrete-event core of coll-sim: it builds every rank's Schedule with the library's own
 // builders (src/algorithms, the same BuildParams the communicator passes), keeps of each step
-// only what timing needs, pairs each send with the receive it meets (the k-th send from a to b
-// with b's k-th receive from a: the schedules' ordering rule, schedule.h), and runs them:
-//  - a step is ready when its deps are done; local steps (copy, divide) then run on the rank's
-//    progress thread; sends to one peer are posted in index order, as the executor posts them;
+// only what timing needs, and walks them with the executor's own rules (exec/schedule_walker.h:
+// readiness, lane order, and the pairing of the k-th send from a to b with b's k-th receive
+// from a):
+//  - a step starts when its deps are done and it heads its lane, as the executor posts it;
+//    local steps (copy, divide) then run on the rank's progress thread;
 //  - a posted send costs the sender its per-message software time, then crosses its path
 //    (sim_network.h) and completes there; it arrives α later;
-//  - a receive completes when it is ready and its message arrived; a recvReduce then reduces
-//    its bytes at γ on the progress thread.
+//  - a receive completes when it started and its message arrived; a recvReduce then reduces
+//    its bytes at γ on the progress thread (after its reduce_after, where it has one).
 // All ranks start together; with several runs (iters, warmup) each rank starts its next run
 // when it finished the last, as a benchmark loop does. A rank's time per op is its timed runs'
 // span over their number, and the op's time the mean over ranks, as all_reduce_perf reports.
