@@ -30,20 +30,10 @@ mean over ranks; --in-place (one host) measures every system in place instead.
 compare_lib/ddp.py say what they measure and print.
 """
 import argparse
-import csv
-import json
 import os
-import random
-import re
-import shutil
 import signal
-import socket
-import statistics
 import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from compare_lib import algos, ddp

@@ -1,20 +1,9 @@
 """Tables, CSV and PNG plots of a scenario's measurements; the headline across scenarios."""
-import argparse
 import csv
-import json
 import os
-import random
 import re
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from .common import *  # noqa: F401,F403
 from .copy_floor import copy_floor_lines

@@ -1,16 +1,10 @@
 """Launching every system in a scenario (one host, or netcluster) and measuring it, interleaved."""
-import argparse
-import csv
 import json
 import os
 import random
 import re
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
