@@ -45,16 +45,20 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def collect(procs, timeout):
-    """Waits for every (process, log) in procs; the first rank to fail, or the deadline, ends
-    them all (a rank whose peer died would otherwise wait out torch's or coll's own long
-    timeouts). Returns (rc, rank 0's output), or every rank's output on failure."""
+def collect(procs, timeout, fail_fast=True):
+    """Waits for every (process, log) in procs; the first rank to fail (unless not fail_fast:
+    a program whose ranks may exit non-zero on purpose, e.g. coll-doctor's verdict), or the
+    deadline, ends them all (a rank whose peer died would otherwise wait out torch's or coll's
+    own long timeouts). Returns (rc, rank 0's output), or every rank's output on failure."""
     deadline, rc = time.monotonic() + timeout, 0
     while rc == 0 and any(p.poll() is None for p, _ in procs):
         if time.monotonic() > deadline:
             rc = 124
         time.sleep(0.05)
-        rc = rc or next((p.returncode for p, _ in procs if p.returncode), 0)
+        if fail_fast:
+            rc = rc or next((p.returncode for p, _ in procs if p.returncode), 0)
+    if rc == 0:
+        rc = next((p.returncode for p, _ in procs if p.returncode), 0)
     for p, _ in procs:
         if p.poll() is None:
             os.killpg(p.pid, 9)

@@ -42,12 +42,13 @@ class Netcluster:
     def in_host(self, host):
         return [str(NETCLUSTER), "exec", f"{self.prefix}{host}", "--"]
 
-    def launch(self, args, world, per_host, port, timeout, work, extra_env=None, secret="bench"):
+    def launch(self, args, world, per_host, port, timeout, work, extra_env=None, secret="bench",
+               fail_fast=True):
         """args as world ranks, per_host to a host, torch-style environment with rank 0's host
-        as master; (rc, rank 0's output, or every rank's on failure)."""
+        as master; (rc, rank 0's output, or every rank's on failure). fail_fast: launch.collect."""
         procs = []
         for rank in range(world):
             env = rank_env(rank, world, port, self.addr(0), secret, rank % per_host, extra_env)
             log = open(Path(work) / f"rank{rank}.log", "w+")
             procs.append((start(self.in_host(rank // per_host) + list(args), log, env), log))
-        return collect(procs, timeout)
+        return collect(procs, timeout, fail_fast)
