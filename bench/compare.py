@@ -3,9 +3,14 @@
 sizes, in the same run, interleaved, several rounds, medians, every result checked.
 
   bench/compare.py --local 4                                   one host, 4 ranks
+  bench/compare.py --local 2,4                                 one host, 2 ranks then 4
   bench/compare.py --netcluster 4 --per-host 1 --rate 1gbit    simulated cluster (root)
   bench/compare.py --all                                       the four scenarios of docs/PERFORMANCE.md
   bench/compare.py --cpu-bound                                 netcluster unshaped and at 10gbit (root)
+  bench/compare.py --netcluster 2 --per-host 2 --algos "ring direct hierarchical" --in-job
+                                        coll's forced all-reduce algorithms beside its own pick
+  bench/compare.py --netcluster 2 --per-host 2 --ddp --batch 2  torch DDP step, coll beside gloo
+  bench/compare.py --local 2 --systems coll,coll-ucx           coll's ucx transport beside its own
 
 Per scenario it prints one table per collective (size, each system's median busbw, coll's
 ratio to the best peer) and writes, under --out, <scenario>.txt (the tables), <scenario>.csv
@@ -20,24 +25,18 @@ busbw follows nccl-tests: algbw = size / time (size: the whole buffer, i.e. all-
 output and reduce-scatter's input), busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for
 all-gather and reduce-scatter, x 1 for broadcast. Times are out-of-place (broadcast in place),
 mean over ranks; --in-place (one host) measures every system in place instead.
+
+--algos and --ddp are modes of their own, in the same scenarios: compare_lib/algos.py and
+compare_lib/ddp.py say what they measure and print.
 """
 import argparse
-import csv
-import json
 import os
-import random
-import re
-import shutil
 import signal
-import socket
-import statistics
 import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from compare_lib import algos, ddp
 from compare_lib.common import *  # noqa: F401,F403
 from compare_lib.report import *  # noqa: F401,F403
 from compare_lib.scenarios import *  # noqa: F401,F403
@@ -51,7 +50,7 @@ def scenarios_from(args):
     if args.cpu_bound:
         return [("net", h, r, rate) for rate in ("none", "10gbit") for h, r in ((4, 1), (2, 2))]
     if args.local:
-        return [("local", args.local)]
+        return [("local", n) for n in args.local]
     if args.netcluster:
         return [("net", args.netcluster, args.per_host, args.rate)]
     sys.exit("compare: give --local N, --netcluster H [--per-host R] or --all")
@@ -68,6 +67,10 @@ def run_scenario(args, spec, out, log):
     try:
         if isinstance(scn, NetclusterScenario):
             scn.up()
+        if args.algos:
+            return algos.algo_sweep(scn, out, log, parse_bytes)
+        if args.ddp:
+            return ddp.ddp_steps(scn, out, log)
         m, systems = measure(scn, args.collectives, args.rounds, log)
         return report(scn, m, systems, args.collectives, out, args.rounds)
     finally:
@@ -79,7 +82,7 @@ def run_scenario(args, spec, out, log):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--local", type=int, metavar="N", help="one host, N ranks")
+    p.add_argument("--local", metavar="N[,N...]", help="one host, N ranks (a list: one scenario each)")
     p.add_argument("--netcluster", type=int, metavar="H", help="simulated cluster of H hosts (root)")
     p.add_argument("--per-host", type=int, default=1, metavar="R")
     p.add_argument("--rate", default="1gbit", help="netcluster link rate (tc syntax)")
@@ -89,8 +92,12 @@ def parse_args():
                         "where the CPUs, not the links, are the limit (root)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--collectives", default=",".join(COLLECTIVES))
-    p.add_argument("--systems", default=",".join(SYSTEMS), help="a subset, for quick looks")
+    p.add_argument("--systems", default=",".join(SYSTEMS),
+                   help=f"a subset, for quick looks; or add the on-request ones: {','.join(EXTRA_SYSTEMS)}")
     p.add_argument("--sizes", help="comma-separated bytes (default 8,64K,1M,16M,64M)")
+    p.add_argument("--blocking", action="store_true",
+                   help="coll waits for each op (-z 2), as the MPI calls and torch's do: latency, not "
+                        "ops in flight back to back")
     p.add_argument("--in-place", action="store_true",
                    help="one host: every system in place (coll's in-place cells, MPI_IN_PLACE; gloo "
                         "for all-reduce and broadcast only)")
@@ -103,19 +110,34 @@ def parse_args():
                    help="untimed ops before each measurement, every system (default: a tenth of the timed ones). "
                         "coll reads reused send buffers by CMA once they are huge-page backed, after 8 uses "
                         "(src/transport/shm/huge_pages.h): --warmup 20 shows that steady state")
-    p.add_argument("--timeout", type=int, default=300, help="seconds per launch")
+    p.add_argument("--tcp-floor", action="store_true",
+                   help="netcluster: measure bare TCP streams at any rate (by default only unshaped or above "
+                        "1 Gbit/s, where the CPUs may decide)")
+    p.add_argument("--prefix", default=NC_PREFIX, help="netcluster host names (this run's own cluster)")
+    p.add_argument("--subnet", default=NC_SUBNET, help="netcluster subnet, A.B.C")
+    p.add_argument("--timeout", type=int, help="seconds per launch (300; --algos and --ddp 1800)")
     p.add_argument("--build", default=str(ROOT / "build"))
     p.add_argument("--out", default=str(ROOT / "build/compare"))
     p.add_argument("--replot", action="store_true",
                    help="only redraw the PNGs from the CSVs and tables already under --out")
     p.add_argument("--headline", action="store_true",
                    help="only print the markdown summary of the CSVs already under --out")
+    algos.add_args(p)
+    ddp.add_args(p)
     args = p.parse_args()
+    args.local = [int(n) for n in args.local.split(",")] if args.local else None
+    if args.algos and args.ddp:
+        p.error("--algos and --ddp are separate runs")
+    if args.timeout is None:
+        args.timeout = 1800 if args.algos or args.ddp else 300
     args.collectives = [c for c in args.collectives.split(",") if c]
     args.systems = [s for s in args.systems.split(",") if s]
     unknown = set(args.collectives) - set(COLLECTIVES)
     if unknown:
         p.error(f"unknown collectives {sorted(unknown)}; known: {COLLECTIVES}")
+    unknown = set(args.systems) - set(ALL_SYSTEMS)
+    if unknown:
+        p.error(f"unknown systems {sorted(unknown)}; known: {ALL_SYSTEMS}")
     args.size_list = [parse_bytes(s) for s in args.sizes.split(",")] if args.sizes else None
     if args.in_place:
         if args.netcluster or args.all or args.cpu_bound:
@@ -154,8 +176,9 @@ def main():
         except (subprocess.SubprocessError, OSError) as e:  # one scenario's failure spares the rest
             log(f"scenario {spec} failed: {e}")
             failed += 1
-    (out / "headline.md").write_text(headline(out))
-    print(headline(out))
+    if not (args.algos or args.ddp):  # the headline reads the collectives' tables
+        (out / "headline.md").write_text(headline(out))
+        print(headline(out))
     sys.exit(1 if failed else 0)
 
 

@@ -1,18 +1,24 @@
-"""What every part of bench/compare.py shares: paths, systems, collectives, sizes."""
+"""What every part of bench/compare.py (and bench/scripts/, which use its launching) shares:
+paths, systems, collectives, sizes."""
 import os
 import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 NETCLUSTER = Path(os.environ.get("NETCLUSTER", ROOT.parent / "shared/tools/netcluster"))
-NC_PREFIX, NC_SUBNET = "ncb", "10.214.19"  # this script's own cluster: no clash with others
+NC_PREFIX, NC_SUBNET = "ncb", "10.214.19"  # compare.py's own cluster by default (--prefix, --subnet)
 
 COLLECTIVES = ["all_reduce", "broadcast", "all_gather", "reduce_scatter"]
 # coll-mem: coll with its buffers from collMemAlloc (perf programs' -R 1), on one host only.
 SYSTEMS = ["coll", "coll-mem", "openmpi", "mpich", "gloo"]
-COLL_SYSTEMS = ("coll", "coll-mem")  # not peers: the best peer is the best of the others
+# On request only (--systems), not in --all's tables: coll-ucx, coll over its ucx transport
+# (against coll's own shm and socket transports); torch-coll, torch.distributed with coll's
+# backend (beside gloo, what a torch user gets).
+EXTRA_SYSTEMS = ["coll-ucx", "torch-coll"]
+ALL_SYSTEMS = SYSTEMS + EXTRA_SYSTEMS
+COLL_SYSTEMS = ("coll", "coll-mem", "coll-ucx", "torch-coll")  # not peers: the best peer is the best of the others
 COLORS = {"coll": "tab:red", "coll-mem": "tab:purple", "openmpi": "tab:blue", "mpich": "tab:green",
-          "gloo": "tab:orange"}
+          "gloo": "tab:orange", "coll-ucx": "tab:brown", "torch-coll": "tab:pink"}
 MPI_OP = {"all_reduce": "allreduce", "broadcast": "broadcast", "all_gather": "allgather",
           "reduce_scatter": "reduce_scatter"}
 LOCAL_SIZES = [8, 64 << 10, 1 << 20, 16 << 20, 64 << 20]

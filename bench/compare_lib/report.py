@@ -1,20 +1,9 @@
 """Tables, CSV and PNG plots of a scenario's measurements; the headline across scenarios."""
-import argparse
 import csv
-import json
 import os
-import random
 import re
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from .common import *  # noqa: F401,F403
 from .copy_floor import copy_floor_lines
@@ -47,21 +36,27 @@ def summary_rows(m, collective, systems, sizes):
         best = max(peers, key=peers.get) if peers else None
         ratio = bw["coll"] / peers[best] if best and peers[best] > 0 and bw.get("coll") else None
         mem_ratio = bw["coll-mem"] / peers[best] if best and peers[best] > 0 and bw.get("coll-mem") else None
+        extra = {}  # the on-request systems: coll-ucx against coll (its transport is the question), torch-coll against the best peer
+        if bw.get("coll-ucx") and bw.get("coll"):
+            extra["ucx/coll"] = bw["coll-ucx"] / bw["coll"]
+        if bw.get("torch-coll") and best and peers[best] > 0:
+            extra["torch/best"] = bw["torch-coll"] / peers[best]
         rows.append({"size": size, "busbw": bw, "time_us": us, "cpu": cpu, "best": best, "ratio": ratio,
-                     "mem_ratio": mem_ratio})
+                     "mem_ratio": mem_ratio, "extra": extra})
     return rows
 
 
 def table_text(scn, m, collective, systems, rows):
     mem = "coll-mem" in systems
+    extra = [k for k in ("ucx/coll", "torch/best") if any(k in r["extra"] for r in rows)]
     head = (f"{'size':>10} " + " ".join(f"{s:>10}" for s in systems) + f" {'coll/best':>10}"
-            + (f" {'mem/best':>10}" if mem else "") + f" {'best peer':>9}")
+            + (f" {'mem/best':>10}" if mem else "") + "".join(f" {k:>10}" for k in extra) + f" {'best peer':>9}")
     lines = [f"## {collective} ({scn.title}): median busbw, GB/s", head]
     for r in rows:
         cells = ["n/a" if unsupported(m, collective, s) else cell(r["busbw"][s]) for s in systems]
         lines.append(f"{human_size(r['size']):>10} " + " ".join(f"{c:>10}" for c in cells)
                      + f" {cell(r['ratio']):>10}" + (f" {cell(r['mem_ratio']):>10}" if mem else "")
-                     + f" {r['best'] or '-':>9}")
+                     + "".join(f" {cell(r['extra'].get(k)):>10}" for k in extra) + f" {r['best'] or '-':>9}")
     small = rows[0]
     lines.append(f"{'time, us':>10} " + " ".join(f"{cell(small['time_us'][s]):>10}" for s in systems)
                  + f"   (at {human_size(small['size'])})")

@@ -1,16 +1,10 @@
 """Launching every system in a scenario (one host, or netcluster) and measuring it, interleaved."""
-import argparse
-import csv
 import json
 import os
 import random
 import re
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -18,6 +12,8 @@ from pathlib import Path
 
 from .common import *  # noqa: F401,F403
 from .copy_floor import measure_copy_floor
+from .launch import *  # noqa: F401,F403
+from .netcluster import Netcluster
 from .tcp_floor import measure_floor
 
 
@@ -116,28 +112,43 @@ class Scenario:
     def available(self, system):
         if system in ("openmpi", "mpich"):
             return os.access(self.mpi_prog(system), os.X_OK)
-        if system == "coll":
+        if system in ("coll", "coll-ucx"):
             return os.access(self.coll_prog("all_reduce"), os.X_OK)
         if system == "coll-mem":  # its regions are read by ranks on the same host
             return isinstance(self, LocalScenario) and os.access(self.coll_prog("all_reduce"), os.X_OK)
+        if system == "torch-coll":  # coll's torch backend, built only where libtorch-dev is
+            return (self.build / "python/coll/torch.py").exists()
         return True
 
-    def run_coll(self, collective, steps, timeout, library_memory=False):
+    def coll_env(self, system):
+        """coll-ucx: coll's ucx transport for every peer. Between simulated hosts UCX runs over
+        TCP on eth0 only: its shared memory keys on the boot id, which every namespace shares,
+        and would carry the bytes past the shaped links."""
+        if system != "coll-ucx":
+            return {}
+        if isinstance(self, LocalScenario):
+            return {"COLL_TRANSPORT": "ucx", "UCX_TLS": "sm,self"}
+        return {"COLL_TRANSPORT": "ucx", "UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0"}
+
+    def run_coll(self, collective, steps, timeout, system="coll"):
         """coll's nccl-tests program, one launch per size (its -n is one count for all
-        sizes), -c 1 checks every element, -J gives the results as JSON lines; library_memory:
-        the buffers from collMemAlloc (-R 1)."""
+        sizes), -c 1 checks every element, -J gives the results as JSON lines; coll-mem: the
+        buffers from collMemAlloc (-R 1); --blocking: -z 2, each op waited for, as the MPI
+        calls and torch's wait."""
         rows = []
         for size, iters, warmup in steps:
             out_json = self.work / "coll.json"
             out_json.unlink(missing_ok=True)
             args = [self.coll_prog(collective), "-b", str(size), "-e", str(size), "-n", str(iters),
-                    "-w", str(warmup), "-c", "1", "-J", str(out_json), "-R", "1" if library_memory else "0"]
-            rc, text = self.launch_coll(args, timeout)
+                    "-w", str(warmup), "-c", "1", "-J", str(out_json), "-R", "1" if system == "coll-mem" else "0"]
+            if self.args.blocking:
+                args += ["-z", "2"]
+            rc, text = self.launch_coll(args, timeout, self.coll_env(system))
             # Broadcast in place: MPI_Bcast and gloo's broadcast have one buffer, and out of
             # place coll's root would also copy its input to its output.
             in_place = collective == "broadcast" or self.args.in_place
             got = json_rows(out_json, inplace=in_place) if out_json.exists() else []
-            outcome = finish(text, rc, got, f"{'coll-mem' if library_memory else 'coll'} {collective} {size} B")
+            outcome = finish(text, rc, got, f"{system} {collective} {size} B")
             if outcome.error:
                 return Outcome(rows, outcome.error)
             rows += got
@@ -148,13 +159,17 @@ class Scenario:
         rc, text = self.launch_mpi(system, args, timeout)
         return finish(text, rc, table_rows(text), f"{system} {collective}")
 
-    def run_gloo(self, collective, steps, timeout):
+    def run_torch(self, system, collective, steps, timeout):
+        """torch.distributed through bench/peers/torch_dist_perf.py: backend gloo (a peer), or
+        coll's own backend (torch-coll: what a torch user of coll gets, beside gloo)."""
         if self.args.in_place and collective in ("all_gather", "reduce_scatter"):
             return Outcome([], "unsupported")  # torch_dist_perf.py has no in-place form of these
+        backend = "coll" if system == "torch-coll" else "gloo"
         args = ["/usr/bin/python3", str(ROOT / "bench/peers/torch_dist_perf.py"), "--op", collective,
-                "--plan", plan_text(steps), "-c", "1"]
-        rc, text = self.launch_ranks(args, timeout, {})
-        return finish(text, rc, table_rows(text), f"gloo {collective}")
+                "--plan", plan_text(steps), "-c", "1", "--backend", backend]
+        env = {"PYTHONPATH": str(self.build / "python")} if backend == "coll" else {}
+        rc, text = self.launch_ranks(args, timeout, env)
+        return finish(text, rc, table_rows(text), f"{system} {collective}")
 
     def run(self, system, collective, steps, timeout):
         outcome = self.run_once(system, collective, steps, timeout)
@@ -163,17 +178,11 @@ class Scenario:
         return outcome
 
     def run_once(self, system, collective, steps, timeout):
+        if system in ("gloo", "torch-coll"):
+            return self.run_torch(system, collective, steps, timeout)
         if system in COLL_SYSTEMS:
-            return self.run_coll(collective, steps, timeout, library_memory=system == "coll-mem")
-        if system == "gloo":
-            return self.run_gloo(collective, steps, timeout)
+            return self.run_coll(collective, steps, timeout, system)
         return self.run_mpi(system, collective, steps, timeout)
-
-    def rank_env(self, rank, port, addr):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(self.n), MASTER_ADDR=addr,
-                   MASTER_PORT=str(port), COLL_JOB_SECRET=f"compare-{port}")
-        env.pop("OMPI_COMM_WORLD_RANK", None)
-        return env
 
     def tcp_floor(self):
         return None  # one host: memcpy is the limit
@@ -194,11 +203,12 @@ class LocalScenario(Scenario):
         self.title = f"one host, {ranks} ranks" + (", in place" if args.in_place else "")
         self.sizes = args.size_list or LOCAL_SIZES
 
-    def launch_coll(self, args, timeout):
+    def launch_coll(self, args, timeout, extra_env=None):
         # Pinned where the ranks fit the cores, as Open MPI binds its own by default (to cores,
         # for 2 ranks); unpinned, 2 ranks' small-message times swing from launch to launch.
         bind = "core" if self.n <= (os.cpu_count() or 1) else "none"
-        return run_cmd([str(self.build / "bin/collrun"), "--bind-to", bind, "-n", str(self.n)] + args, timeout)
+        return run_cmd([str(self.build / "bin/collrun"), "--bind-to", bind, "-n", str(self.n)] + args, timeout,
+                       env=dict(os.environ, **(extra_env or {})))
 
     def launch_mpi(self, system, args, timeout):
         launcher = (["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"] if system == "openmpi"
@@ -206,14 +216,14 @@ class LocalScenario(Scenario):
         return run_cmd(launcher + ["-n", str(self.n)] + args, timeout)
 
     def launch_ranks(self, args, timeout, extra_env):
+        """args as N ranks with torch-style environment, as torchrun would start them."""
         port = free_port()
-        procs = [self.spawn(args, rank, port, extra_env) for rank in range(self.n)]
+        procs = []
+        for rank in range(self.n):
+            log = open(self.work / f"rank{rank}.log", "w+")
+            procs.append((start(args, log, rank_env(rank, self.n, port, "127.0.0.1", "compare", rank, extra_env)),
+                          log))
         return collect(procs, timeout)
-
-    def spawn(self, args, rank, port, extra_env):
-        env = dict(self.rank_env(rank, port, "127.0.0.1"), **extra_env)
-        log = open(self.work / f"rank{rank}.log", "w+")
-        return start(args, log, env), log
 
     def limit(self):
         """memcpy bandwidth with 2 threads (this machine's cores), GB/s: what all ranks on
@@ -231,54 +241,6 @@ class LocalScenario(Scenario):
         return None  # in-cache sizes legitimately beat memcpy of 64 MiB
 
 
-LIVE = set()  # rank processes in flight (each in its own session): killed if we are
-
-
-def start(args, log, env):
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    LIVE.add(proc)
-    return proc
-
-
-def kill_live():
-    for proc in list(LIVE):
-        if proc.poll() is None:
-            os.killpg(proc.pid, 9)
-            proc.wait()
-    LIVE.clear()
-
-
-def free_port():
-    """A port no socket on this host holds now: the kernel's choice, released for rank 0's
-    store to take (a fixed range would collide with other jobs' and ephemeral ports)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def collect(procs, timeout):
-    """Waits for every rank; the first rank to fail, or the deadline, ends them all (a rank
-    whose peer died would otherwise wait out torch's or coll's own long timeouts). Returns
-    rank 0's output, or every rank's on failure."""
-    deadline, rc = time.monotonic() + timeout, 0
-    while rc == 0 and any(p.poll() is None for p, _ in procs):
-        if time.monotonic() > deadline:
-            rc = 124
-        time.sleep(0.05)
-        rc = rc or next((p.returncode for p, _ in procs if p.returncode), 0)
-    for p, _ in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, 9)
-            p.wait()
-        LIVE.discard(p)
-    texts = []
-    for p, log in procs:
-        log.seek(0)
-        texts.append(log.read())
-        log.close()
-    return rc, texts[0] if rc == 0 else "\n".join(texts)
-
-
 class NetclusterScenario(Scenario):
     """H hosts x R ranks on the simulated cluster (network namespaces, tbf-shaped links).
     Rank k runs on host k // R. MPIs start their daemons in the namespaces through
@@ -287,6 +249,7 @@ class NetclusterScenario(Scenario):
     def __init__(self, args, hosts, per_host, rate):
         super().__init__(args, hosts * per_host)
         self.hosts, self.per_host, self.rate = hosts, per_host, rate
+        self.cluster = Netcluster(hosts, rate, args.prefix, args.subnet)
         # 1gbit keeps the name docs/PERFORMANCE.md's tables were written under
         self.name = f"net{hosts}x{per_host}" + ("" if rate == "1gbit" else f"_{rate}")
         self.title = f"netcluster, {hosts} hosts x {per_host} rank(s), {rate} links"
@@ -295,7 +258,7 @@ class NetclusterScenario(Scenario):
         self.agent.write_text(
             "#!/bin/bash\n# mpirun's ssh: skip ssh-style flags, map the address to its host\n"
             "while [[ $1 == -* ]]; do shift; done\nh=$1; shift\n"
-            f'exec {NETCLUSTER} rsh {NC_PREFIX}$(( ${{h##*.}} - 1 )) "$@"\n')
+            f'exec {NETCLUSTER} rsh {args.prefix}$(( ${{h##*.}} - 1 )) "$@"\n')
         self.agent.chmod(0o755)
 
     def available(self, system):
@@ -305,31 +268,23 @@ class NetclusterScenario(Scenario):
         return super().available(system) and (system != "mpich" or self.args.net_mpich)
 
     def up(self):
-        subprocess.run([str(NETCLUSTER), "up", str(self.hosts), "--rate", self.rate, "--prefix", NC_PREFIX,
-                        "--subnet", NC_SUBNET], check=True, stdout=subprocess.DEVNULL, timeout=120)
+        self.cluster.up()
 
     def down(self):
-        subprocess.run([str(NETCLUSTER), "down", "--prefix", NC_PREFIX], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=120)
+        self.cluster.down()
 
     def addr(self, host):
-        return f"{NC_SUBNET}.{host + 1}"
+        return self.cluster.addr(host)
 
     def in_host(self, host):
-        return [str(NETCLUSTER), "exec", f"{NC_PREFIX}{host}", "--"]
+        return self.cluster.in_host(host)
 
     def launch_ranks(self, args, timeout, extra_env):
-        port = self.next_port()
-        procs = []
-        for rank in range(self.n):
-            env = dict(self.rank_env(rank, port, self.addr(0)), LOCAL_RANK=str(rank % self.per_host),
-                       **extra_env)
-            log = open(self.work / f"rank{rank}.log", "w+")
-            procs.append((start(self.in_host(rank // self.per_host) + args, log, env), log))
-        return collect(procs, timeout)
+        return self.cluster.launch(args, self.n, self.per_host, self.next_port(), timeout, self.work, extra_env,
+                                   "compare")
 
-    def launch_coll(self, args, timeout):
-        return self.launch_ranks(args, timeout, {})
+    def launch_coll(self, args, timeout, extra_env=None):
+        return self.launch_ranks(args, timeout, extra_env or {})
 
     def launch_mpi(self, system, args, timeout):
         if system == "openmpi":
@@ -406,7 +361,7 @@ def measure(scn, collectives, rounds, log):
     """Rounds of (collective x system), the system order rotating each round so that no system
     always runs first (or right after the heaviest one) on a shared, loaded machine."""
     m = Measurements()
-    systems = [s for s in SYSTEMS if s in scn.args.systems and scn.available(s)]
+    systems = [s for s in ALL_SYSTEMS if s in scn.args.systems and scn.available(s)]
     for rnd in range(1, rounds + 1):
         m.loads.append(os.getloadavg()[0])
         limit = scn.limit()
@@ -427,7 +382,7 @@ def measure(scn, collectives, rounds, log):
                 outcome = scn.run(system, collective, steps, scn.args.timeout)
                 m.add(rnd, collective, system, outcome, scn.n, load)
                 status = "ok" if not outcome.error else outcome.error.splitlines()[0]
-                log(f"[{scn.name}] round {rnd} {collective:14s} {system:8s} "
+                log(f"[{scn.name}] round {rnd} {collective:14s} {system:10s} "
                     f"{time.monotonic() - started:6.1f} s  {status}")
         m.loads.append(os.getloadavg()[0])
     return m, systems

@@ -22,7 +22,11 @@ FLOOR_TIMEOUT_S = 60
 
 def cpu_may_limit(scn):
     """Unshaped, or faster than 1 Gbit/s: where 4 ranks on this machine's 2 cores can no longer
-    fill the links (at 1 Gbit/s every system is held by the link and the floor says nothing)."""
+    fill the links (at 1 Gbit/s every system is held by the link and the floor says nothing).
+    --tcp-floor measures it at any rate: what bare streams get through the shaped links (the
+    link rate less TCP's and tbf's share), the figure iperf3 once gave here."""
+    if getattr(scn.args, "tcp_floor", False):
+        return True
     link = scn.limit()  # GB/s, None where unshaped
     return link is None or link > 0.125
 

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Offline check of the all-reduce cost model against logged selector tables.
 
-Parses bench/scripts/selector_table.sh logs (docs/perf/selector/*.log; older ones in git, e.g.
+Parses the selector sweep's logs (bench/compare.py --algos "ring direct hierarchical rhd tree rd"
+--netcluster H --per-host R, its <scenario>_algos.txt; those of bench/scripts/selector_table.sh,
+which it replaced, in docs/perf/selector/*.log; older ones in git, e.g.
 `git show 741ac63:docs/perf/selector_2x2_final.log`): every start-up's
 probed figures (TOPO lines) and the table of forced algorithms' measured times. For each
 start-up it prices every algorithm with a Python copy of src/select/cost_model.cc and reports,
@@ -52,7 +54,13 @@ def parse(path):
             continue
         if cols and re.match(r"\s*\d", line):
             f = line.split()
-            row = {c: float(v) for c, v in zip(cols, f) if c in ALGOS}
+            # selector_table.sh's in-job logs have a "tuned" heading over blank cells
+            named = [c for c in cols if c != "tuned"] if len(f) < len(cols) else cols
+            row = {c: float(v) for c, v in zip(named, f) if c in ALGOS}
+            missing = [a for a in ALGOS if a not in row]
+            if missing:
+                sys.exit(f"{path}: no column for {' '.join(missing)}: the model picks among all six "
+                         f'(bench/compare.py --algos "{" ".join(ALGOS)}")')
             table[int(f[0])] = row
     return hosts, per_host, starts, table
 
@@ -268,6 +276,9 @@ def predict(x, algo):
 def main(argv):
     loaded, verbose, logs = None, False, []
     i = 0
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if argv else 2)
     while i < len(argv):
         if argv[i] == "--loaded-us":
             loaded = float(argv[i + 1]) * 1e-6

@@ -11,11 +11,12 @@ namespace {
 // (inter-host where there are several hosts) by the time the ranks queue for the cores. Steps
 // in which only some ranks send queue less: stepAny()/stepIntra() charge that excess in
 // proportion to the senders (busy()). Without contention (loaded <= α, or not measured) the
-// excess is 0. Fit on netcluster 4 hosts x 2 ranks at 1gbit (bench/scripts/selector_table.sh,
-// 2026-11-23 00:00, docs/perf/selector_4x2.log at 1c66ffe), α 6.5 us, loaded 70 us: a float32 8 B
-// all-reduce (2 elements, so most of rhd's and ring's chunks are empty) measured rhd 178 us,
-// rd 215, ring 341; the model gives rhd 6 steps at a third busy 166, rd 3 busy steps 210,
-// ring 14 steps at a quarter busy 313. One host here; across hosts, idleInterAlpha().
+// excess is 0. Fit on netcluster 4 hosts x 2 ranks at 1gbit (selector_table.sh, now
+// bench/compare.py --algos; 2026-11-23 00:00, docs/perf/selector_4x2.log at 1c66ffe), α 6.5 us,
+// loaded 70 us: a float32 8 B all-reduce (2 elements, so most of rhd's and ring's chunks are
+// empty) measured rhd 178 us, rd 215, ring 341; the model gives rhd 6 steps at a third busy 166,
+// rd 3 busy steps 210, ring 14 steps at a quarter busy 313. One host here; across hosts,
+// idleInterAlpha().
 double contentionPerStep(const topology::Topology& t) { return std::max(0.0, t.loaded_step_s - t.intra.alpha_s); }
 
 // Across hosts the loaded step is what a busy step costs, intra-host ones included, and the

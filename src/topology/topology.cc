@@ -15,7 +15,7 @@ namespace coll::topology {
 //    waited for (all_reduce_perf -z 2), and direct's two steps make 2 α;
 //  - same host, β 10.1 GB/s: memcpy on one thread, the copy a shared-memory receive makes;
 //  - across hosts, α 60 µs: a 4 hosts x 1 rank all-reduce of 8 B at 1 Gbit/s takes 120 µs with
-//    direct's two steps (netcluster, bench/scripts/netcluster_compare.sh);
+//    direct's two steps (netcluster; netcluster_compare.sh, now bench/compare.py);
 //  - across hosts, β 0.1195 GB/s: iperf3 between two netcluster hosts at 1 Gbit/s.
 LinkParams defaultIntraHostLink() {
   return {2.5e-6, 10.1e9, "default (README: 2-rank shm all-reduce 8 B ~5 us / 2 steps; memcpy 10.1 GB/s)"};

@@ -1,9 +1,10 @@
 // The selector against what the simulated cluster measured: for each start-up logged in
 // docs/perf/selector_{2x2,4x2}.log as committed in 5b178d8 (netcluster at 1gbit,
-// bench/scripts/selector_table.sh, 2026-11-23, before socket polling), the topology its probe
-// agreed (tests/data/netcluster/*.json, figures copied from the log's TOPO lines) and the
-// log's table of every algorithm forced at each size. A choice "hits" at a size when the
-// algorithm the cost model picks on that topology was within 10% of the fastest forced one.
+// selector_table.sh, now bench/compare.py --algos; 2026-11-23, before socket polling), the
+// topology its probe agreed (tests/data/netcluster/*.json, figures copied from the log's TOPO
+// lines) and the log's table of every algorithm forced at each size. A choice "hits" at a size
+// when the algorithm the cost model picks on that topology was within 10% of the fastest forced
+// one.
 //
 // Two kinds of test, named for what they are:
 // - SelectorMeasured.*MeetsTarget: evidence. The bar is issue 4's target, set before these

@@ -247,10 +247,10 @@ TEST(Selector, UnevenHostsFallBackFromHierarchicalWithAReason) {
   EXPECT_NE(describeRejected(c.rejected).find("needs every host"), std::string::npos);
 }
 
-// The simulated 4 hosts x 2 cluster (8 ranks on 2 cores; netcluster at 1gbit,
-// bench/scripts/selector_table.sh, 2026-11-23, docs/perf/selector_4x2.log at 1c66ffe): idle inter-host α
-// 6.5 us, loaded step 70 us. A float32 8 B all-reduce (2 elements) measured rhd 178 us, rd 215:
-// most of rhd's messages are empty. At 32 B (8 elements) rd 198 beat rhd 413.
+// The simulated 4 hosts x 2 cluster (8 ranks on 2 cores; netcluster at 1gbit, selector_table.sh,
+// now bench/compare.py --algos; 2026-11-23, docs/perf/selector_4x2.log at 1c66ffe): idle
+// inter-host α 6.5 us, loaded step 70 us. A float32 8 B all-reduce (2 elements) measured rhd
+// 178 us, rd 215: most of rhd's messages are empty. At 32 B (8 elements) rd 198 beat rhd 413.
 TEST(Selector, ContentionChargesTheJobsNonEmptyMessages) {
   Selector loaded({}, fake(4, 2, 4.5, 5.13, 6.5, 0.127, 70));
   EXPECT_STREQ(pick(loaded, Collective::allreduce, 8), "rhd") << "6 hops, 16 messages against rd's 3 and 24";

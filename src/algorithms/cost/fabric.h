@@ -46,9 +46,9 @@ inline double log2ceil(double v) { return v <= 1 ? 0 : std::ceil(std::log2(v)); 
 // Across shaped hosts links (slower than memory: Fabric::link_bound), algorithms that move a
 // step's data as one unpipelined exchange (direct: every rank to all others at once; rhd: whole
 // halves per step; rd) get 0.9 of the link rate that the pipelined ring gets. Measured on
-// netcluster 4 hosts x 1 at 1 Gbit/s, 64 MiB all-reduce (bench/scripts/netcluster_algos.sh
-// --rounds 3): ring 0.11, direct 0.10, rhd 0.10 GB/s busbw. On links as fast as memory they get
-// the whole rate, as coll-sim moves them (Fabric::unpipelinedEfficiency()).
+// netcluster 4 hosts x 1 at 1 Gbit/s, 64 MiB all-reduce (netcluster_algos.sh --rounds 3, now
+// bench/compare.py --algos): ring 0.11, direct 0.10, rhd 0.10 GB/s busbw. On links as fast as
+// memory they get the whole rate, as coll-sim moves them (Fabric::unpipelinedEfficiency()).
 constexpr double kUnpipelinedLinkEfficiency = 0.9;
 
 // Slices over a tree parent's link per level across hosts: its two children's.

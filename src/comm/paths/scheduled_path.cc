@@ -15,9 +15,9 @@ namespace {
 // Ops this big wait on sockets without polling first (Config::socket_spin_us): a wake-up is
 // small beside their transfer, and a rank polling for the next chunk of a long transfer takes
 // the core from ranks still computing. Measured on netcluster 4 x 1 at 1 Gbit/s, 4 ranks on 2
-// cores (bench/scripts/trainer_overlap.sh, CPU-bound backward, 9 MiB buckets): polling during
-// every op made the overlapped step 0.896-0.939 of the single all-reduce's against 0.888-0.892
-// without, and the backward 129-138 ms against 111-114.
+// cores (bench/scripts/cluster_jobs.py trainer, CPU-bound backward, 9 MiB buckets): polling
+// during every op made the overlapped step 0.896-0.939 of the single all-reduce's against
+// 0.888-0.892 without, and the backward 129-138 ms against 111-114.
 constexpr size_t kBandwidthBoundBytes = 256 << 10;
 
 // Autotune's messages carry a wire kind of their own so they can never be taken for an op's.

@@ -1,13 +1,50 @@
-#!/usr/bin/env python3
-"""Tables and a plot from bench/scripts/sim_scale.sh's CSVs: each algorithm's simulated time
-per (ranks, size), the selector's choice, and the size where tree stops beating ring."""
-import argparse
+"""coll-sim at scale (sim.py scale, issue 27): all-reduce on hosts of 8 ranks behind a 2:1
+oversubscribed fat tree (16 hosts per leaf), 100 Gbit/s per host, from 16 to 16,384 ranks: every
+algorithm at 8 B, 64 KiB, 1 MiB and 256 MiB, the selector's choice, and ring against tree over a
+full size sweep for the crossover. Writes points_<ranks>_<size>.csv, sweep_<ranks>.csv and
+runs.log (each run's wall time and peak memory), then tables.md and, with matplotlib,
+sim_scale.png (--report-only: only those two, from the CSVs already there)."""
 import csv
 import glob
 import os
+import subprocess
 from collections import defaultdict
+from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[2]
 SIZES = [("8", 8), ("64K", 64 << 10), ("1M", 1 << 20), ("256M", 256 << 20)]
+# The modelled cluster: what a 100 Gbit/s Ethernet cluster with coll's CPU data path would show.
+CLUSTER = ["--per-host", "8", "--link", "100gbit", "--hosts-per-leaf", "16", "--oversubscription", "2",
+           "--inter-alpha-us", "5"]
+
+
+def add_args(p):
+    p.add_argument("--build", default=str(ROOT / "build"))
+    p.add_argument("--out", default=str(ROOT / "docs/perf/sim_scale"))
+    p.add_argument("--ranks", default="16 64 256 1024 4096 16384")
+    p.add_argument("--report-only", action="store_true", help="only tables.md and the plot, from --out's CSVs")
+
+
+def run(a):
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    sim = str(Path(a.build) / "bin/coll-sim")
+    with open(out / "runs.log", "w") as log:
+        for n in a.ranks.split():
+            hosts = str(int(n) // 8)
+            for label, _ in SIZES:
+                subprocess.run(["/usr/bin/time", "-f", f"# {n} ranks, {label}: %e s wall, %M KB peak", sim,
+                                "--hosts", hosts] + CLUSTER + ["-b", label, "-e", label, "--algo", "all", "--stats",
+                                                              "--csv", str(out / f"points_{n}_{label}.csv")],
+                               stdout=log, stderr=subprocess.STDOUT, check=True)
+                log.flush()
+            # ring against tree over the whole range, for where one overtakes the other
+            subprocess.run([sim, "--hosts", hosts] + CLUSTER + ["-b", "8", "-e", "256M", "-f", "4", "--algo",
+                                                                "ring,tree", "--csv", str(out / f"sweep_{n}.csv")],
+                           stdout=log, stderr=subprocess.STDOUT, check=True)
+            log.flush()
+            print(f"{n} ranks done", flush=True)
+    report(out)
 
 
 def fmt(us):
@@ -19,13 +56,13 @@ def load(path):
         return list(csv.DictReader(f))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", required=True)
-    a = ap.parse_args()
+def report(out):
+    """Each algorithm's simulated time per (ranks, size), the selector's choice, and the size
+    where tree stops beating ring: tables.md and sim_scale.png under out."""
+    out = str(out)
     points = defaultdict(dict)   # (ranks, bytes) -> algo -> sim_us
     chosen = {}                  # (ranks, bytes) -> (algo, model_us, sim_us)
-    for path in glob.glob(os.path.join(a.dir, "points_*.csv")):
+    for path in glob.glob(os.path.join(out, "points_*.csv")):
         for r in load(path):
             key = (int(r["ranks"]), int(r["bytes"]))
             if r["chosen"] == "1":
@@ -51,9 +88,8 @@ def main():
     lines.append("\n## Where tree stops beating ring (simulated, sizes by factors of 4)\n")
     lines.append("| ranks | tree faster up to | ring faster from |")
     lines.append("|---:|---:|---:|")
-    crossover = {}
     for n in ranks:
-        path = os.path.join(a.dir, f"sweep_{n}.csv")
+        path = os.path.join(out, f"sweep_{n}.csv")
         if not os.path.exists(path):
             continue
         t = defaultdict(dict)
@@ -63,13 +99,16 @@ def main():
         sizes = sorted(t)
         last_tree = max((s for s in sizes if t[s].get("tree", 1e30) < t[s].get("ring", 1e30)), default=None)
         first_ring = min((s for s in sizes if last_tree is None or s > last_tree), default=None)
-        crossover[n] = (last_tree, first_ring)
         lines.append(f"| {n} | {last_tree if last_tree is not None else 'never'} B | "
                      f"{first_ring if first_ring is not None else 'never'} B |")
     text = "\n".join(lines) + "\n"
-    with open(os.path.join(a.dir, "tables.md"), "w") as f:
+    with open(os.path.join(out, "tables.md"), "w") as f:
         f.write(text)
     print(text)
+    plot(out, points, chosen, ranks, algos)
+
+
+def plot(out, points, chosen, ranks, algos):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -94,10 +133,6 @@ def main():
     axes[0].legend(fontsize=8)
     fig.suptitle("coll-sim: 100 Gbit/s per host, 16 hosts per leaf, 2:1 oversubscribed")
     fig.tight_layout()
-    png = os.path.join(a.dir, "sim_scale.png")
+    png = os.path.join(out, "sim_scale.png")
     fig.savefig(png, dpi=110)
     print(f"wrote {os.path.normpath(png)}")
-
-
-if __name__ == "__main__":
-    main()

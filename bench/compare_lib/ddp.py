@@ -1,0 +1,65 @@
+"""compare.py --ddp: torch's DistributedDataParallel step (bench/torch_ddp_step.py, a
+29 M-parameter MLP, DDP's 25 MiB buckets) under torch.distributed backend "coll" beside
+"gloo": the same model, the same ranks, interleaved rounds, medians. The step's collectives are
+what a training job's are; --batch 2 makes the step bound by them.
+
+OMP_NUM_THREADS=1: the ranks share this machine's cores, and torch's own thread pool per rank
+would oversubscribe them further, whichever backend."""
+import re
+import statistics
+
+from .common import ROOT
+
+BACKENDS = ["coll", "gloo"]
+
+
+def add_args(p):
+    g = p.add_argument_group("--ddp: torch DDP step time, backend coll beside gloo")
+    g.add_argument("--ddp", action="store_true",
+                   help="the DDP step instead of the collectives (--local N or --netcluster H --per-host R)")
+    g.add_argument("--batch", type=int, default=32, help="per rank (2: the step bound by communication)")
+    g.add_argument("--steps", type=int, default=5, help="timed steps per launch, after 2 untimed")
+
+
+def field(text, key):
+    m = re.search(rf"\b{key} ([0-9.]+)", text)
+    return float(m[1]) if m else None
+
+
+def ddp_steps(scn, out, log):
+    """Rounds of (coll, gloo), the order alternating; writes <scenario>_ddp.txt, returns it."""
+    args = scn.args
+    if not (scn.build / "python/coll/torch.py").exists():
+        raise OSError(f"no {scn.build}/python/coll: build with libtorch-dev installed")
+    got = {(b, k): [] for b in BACKENDS for k in ("step_ms", "forward_ms")}
+    errors = []
+    for rnd in range(args.rounds):
+        for backend in BACKENDS[rnd % 2:] + BACKENDS[:rnd % 2]:
+            cmd = ["/usr/bin/python3", str(ROOT / "bench/torch_ddp_step.py"), "--backend", backend,
+                   "--steps", str(args.steps), "--warmup", "2", "--batch", str(args.batch)]
+            env = {"PYTHONPATH": str(scn.build / "python"), "OMP_NUM_THREADS": "1"}
+            rc, text = scn.launch_ranks(cmd, args.timeout, env)
+            step, fwd = field(text, "step_ms"), field(text, "forward_ms")
+            if rc != 0 or step is None:
+                errors.append(f"round {rnd + 1} {backend}: exit {rc}\n" + "\n".join(text.splitlines()[-10:]))
+            else:
+                got[(backend, "step_ms")].append(step)
+                got[(backend, "forward_ms")].append(fwd)
+            log(f"[{scn.name}] round {rnd + 1} ddp {backend}: " + ("ok" if rc == 0 else f"exit {rc}"))
+    med = {k: statistics.median(v) if v else None for k, v in got.items()}
+    ratio = lambda a, b: f"{a / b:.3f}" if a and b else "-"
+    cell = lambda v: "-" if v is None else f"{v:.1f}"
+    lines = [f"# torch.distributed DDP, {scn.title}, {args.rounds} rounds, medians",
+             f"{'measure':<40} {'coll':>10} {'gloo':>10} {'coll/gloo':>9}"]
+    for key, what in (("step_ms", f"DDP step, 29M-param MLP, batch {args.batch} (ms)"),
+                      ("forward_ms", "  of it the forward pass (ms)")):
+        c, g = med[("coll", key)], med[("gloo", key)]
+        lines.append(f"{what:<40} {cell(c):>10} {cell(g):>10} {ratio(c, g):>9}")
+    for (backend, key), v in sorted(got.items()):
+        lines.append(f"# {key} {backend}, each round: " + " ".join(cell(x) for x in v))
+    lines += ["# error: " + e.splitlines()[0] for e in errors]
+    text = "\n".join(lines) + "\n"
+    (out / f"{scn.name}_ddp.txt").write_text(text)
+    if errors:
+        (out / f"{scn.name}_ddp.errors.txt").write_text("\n\n".join(errors) + "\n")
+    return text
