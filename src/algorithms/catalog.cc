@@ -1,6 +1,7 @@
 #include "algorithms/catalog.h"
 
 #include "algorithms/binomial_broadcast.h"
+#include "algorithms/board.h"
 #include "algorithms/chain_broadcast.h"
 #include "algorithms/direct_allreduce.h"
 #include "algorithms/direct_collectives.h"
@@ -53,12 +54,16 @@ const std::vector<AlgorithmInfo>& catalog() {
        buildRdAllreduce, cost::rdAllreduce},
       {Collective::allreduce, "ordered", "every element reduced in rank order: the same bits whatever the layout",
        buildOrderedAllreduce, nullptr},
+      {Collective::allreduce, "board", "one host: every rank posts its operand in shared memory and combines all n",
+       nullptr, cost::boardAllreduce},
       {Collective::broadcast, "chain", "root to root+1 to ... slice by slice, pipelined",
        buildChainBroadcast, cost::chainBroadcast},
       {Collective::broadcast, "direct", "the root sends the whole buffer to every rank in one step",
        buildDirectBroadcast, cost::directBroadcast},
       {Collective::broadcast, "binomial", "binomial tree, farthest partners first: ceil(log2 n) rounds",
        buildBinomialBroadcast, cost::binomialBroadcast},
+      {Collective::broadcast, "board", "one host: the root posts the buffer in shared memory, every rank copies it",
+       nullptr, cost::boardBroadcast},
       {Collective::reduce, "ring", "the ring's reduce-scatter, chunks gathered at the root",
        buildRingReduce, [](const cost::Fabric& x) { return cost::ringPhase(x, true); }},
       {Collective::reduce, "ordered", "every element reduced in rank order at the root",

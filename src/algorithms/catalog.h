@@ -26,8 +26,10 @@ struct AlgorithmInfo {
   Collective collective;
   const char* name;
   const char* description;  // one line, for --explain, logs and docs
-  Builder build;
+  Builder build;            // null: not a schedule (the board: board.h, run by its own path)
   cost::Formula cost;       // null: no formula (the selector refuses it unless forced)
+
+  bool isSchedule() const { return build != nullptr; }
 };
 
 const std::vector<AlgorithmInfo>& catalog();

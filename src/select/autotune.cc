@@ -40,7 +40,7 @@ Status measureAll(const TimedAllreduce& run, const std::string& hash, TuningTabl
   for (size_t bytes : kSizes) {
     TunedEntry best{algo::Collective::allreduce, bytes, "", 0};
     for (const algo::AlgorithmInfo& a : algo::catalog()) {
-      if (a.collective != algo::Collective::allreduce) continue;
+      if (a.collective != algo::Collective::allreduce || !a.isSchedule()) continue;  // the board: times schedules only
       double fastest = 0;
       COLL_RETURN_IF_ERROR(timeOne(run, a, bytes, &fastest));
       COLL_INFO("TUNE", "autotune: allreduce %s of %s: %s", a.name, formatBytes(bytes).c_str(),

@@ -65,6 +65,8 @@ algo::cost::Fabric netOf(const topology::Topology& t, size_t bytes, size_t elem_
   else x.C = contentionPerStep(t);
   x.host_of = hostOfEachRank(t);
   x.leaves = t.leaves;
+  x.board_bytes = static_cast<double>(t.board_bytes);
+  x.board_broadcast_bytes = static_cast<double>(t.board_broadcast_bytes);
   return x;
 }
 

@@ -29,7 +29,7 @@ std::string describeRejected(const std::vector<Rejected>& rejected) {
 
 // Prices every algorithm the catalogue has for the collective; the cheapest wins, the others
 // are kept with their time (or why they cannot run) for the log.
-Choice Selector::modelChoice(algo::Collective collective, size_t bytes, size_t elem_size) const {
+Choice Selector::modelChoice(algo::Collective collective, size_t bytes, size_t elem_size, bool schedules_only) const {
   Choice c;
   std::vector<std::pair<const algo::AlgorithmInfo*, Prediction>> priced;
   const size_t slice = sliceBytes(bytes);
@@ -37,7 +37,7 @@ Choice Selector::modelChoice(algo::Collective collective, size_t bytes, size_t e
     if (a.collective == collective)
       priced.emplace_back(&a, predictTime(collective, a.name, bytes, elem_size, topology_, slice));
   for (const auto& [a, p] : priced)
-    if (p.supported && (!c.algorithm || p.seconds < c.predicted_s)) {
+    if (p.supported && (a->isSchedule() || !schedules_only) && (!c.algorithm || p.seconds < c.predicted_s)) {
       c.algorithm = a;
       c.predicted_s = p.seconds;
     }
@@ -51,23 +51,82 @@ Choice Selector::modelChoice(algo::Collective collective, size_t bytes, size_t e
     if (leaves.leaves(topology_.numHosts()) > 1)
       c.reason += format(", %d per leaf switch at %g:1", leaves.hosts_per_leaf, leaves.oversubscription);
   }
-  for (const auto& [a, p] : priced)
-    if (a != c.algorithm) c.rejected.push_back({a->name, p.supported ? p.seconds : -1, p.supported ? "" : p.why_not});
+  for (const auto& [a, p] : priced) {
+    if (a == c.algorithm) continue;
+    const char* why = !p.supported ? p.why_not : (!a->isSchedule() && schedules_only ? "not a schedule: the board path runs it" : "");
+    c.rejected.push_back({a->name, p.supported ? p.seconds : -1, why});
+  }
   return c;
 }
 
-Choice Selector::decide(algo::Collective collective, size_t bytes, size_t elem_size) const {
+size_t Selector::boardCapacity(algo::Collective collective) const {
+  if (collective == algo::Collective::allreduce) return topology_.board_bytes;
+  return collective == algo::Collective::broadcast ? topology_.board_broadcast_bytes : 0;
+}
+
+// The board's formula grows with the size faster than the message path's (it reads every
+// rank's cell, and its copies do not overlap): it wins up to some size and loses above, which a
+// binary search finds.
+void Selector::setBoard(size_t allreduce_bytes, size_t broadcast_bytes) {
+  topology_.board_bytes = allreduce_bytes;
+  topology_.board_broadcast_bytes = broadcast_bytes;
+  cache_.clear();
+  auto upTo = [this](algo::Collective c) {
+    auto picked = [&](size_t bytes) { return !modelChoice(c, bytes).algorithm->isSchedule(); };
+    size_t lo = 0, hi = boardCapacity(c);  // picked up to lo; not known above
+    if (hi > 0 && picked(hi)) return hi;
+    while (hi > lo + 1) {
+      const size_t mid = lo + (hi - lo) / 2;
+      (picked(mid) ? lo : hi) = mid;
+    }
+    return lo;
+  };
+  board_allreduce_up_to_ = upTo(algo::Collective::allreduce);
+  board_broadcast_up_to_ = upTo(algo::Collective::broadcast);
+}
+
+bool Selector::picksBoard(algo::Collective collective, size_t bytes) const {
+  if (bytes == 0 || bytes > boardCapacity(collective)) return false;
+  if (const AlgoRule* rule = matchRule(rules_, collective, bytes)) return rule->algorithm == "board";
+  return bytes <= boardUpTo(collective);
+}
+
+// The board, the rank-order combining COLL_DETERMINISTIC asks for included.
+Choice Selector::boardChoice(algo::Collective collective, size_t bytes, size_t elem_size) const {
+  Choice model = modelChoice(collective, bytes, elem_size);
+  const algo::AlgorithmInfo* board = algo::findAlgorithm(collective, "board");
+  Choice c{board, model.reason, -1, {}};
+  if (const AlgoRule* rule = matchRule(rules_, collective, bytes)) c.reason = "forced by COLL_ALGO rule '" + rule->text + "'";
+  if (deterministic_) c.reason += "; COLL_DETERMINISTIC=1 keeps it: it combines in rank order";
+  if (model.algorithm == board) c.predicted_s = model.predicted_s;
+  else c.rejected.push_back({model.algorithm->name, model.predicted_s, "the cost model's choice"});
+  for (const Rejected& r : model.rejected)
+    if (r.algorithm == board->name) c.predicted_s = r.predicted_s;
+    else c.rejected.push_back(r);
+  return c;
+}
+
+Choice Selector::decide(algo::Collective collective, size_t bytes, size_t elem_size, bool schedules_only) const {
+  if (!schedules_only && picksBoard(collective, bytes)) return boardChoice(collective, bytes, elem_size);
   const algo::AlgorithmInfo* ordered = deterministic_ ? algo::findAlgorithm(collective, "ordered") : nullptr;
   if (ordered) {
-    Choice c = modelChoice(collective, bytes, elem_size);  // for the others' times
+    Choice c = modelChoice(collective, bytes, elem_size, true);  // for the others' times
     std::vector<Rejected> rejected;
     for (Rejected& r : c.rejected)
       if (r.algorithm != ordered->name) rejected.push_back(std::move(r));
     if (c.algorithm != ordered) rejected.insert(rejected.begin(), {c.algorithm->name, c.predicted_s, "the cost model's choice"});
     return {ordered, "COLL_DETERMINISTIC=1: operands combined in rank order", -1, std::move(rejected)};
   }
-  if (const AlgoRule* rule = matchRule(rules_, collective, bytes)) {
-    Choice c = modelChoice(collective, bytes, elem_size);  // for the predicted times of the others
+  const AlgoRule* rule = matchRule(rules_, collective, bytes);
+  if (rule && !algo::findAlgorithm(collective, rule->algorithm)->isSchedule()) {  // the board, where it cannot run
+    Choice c = modelChoice(collective, bytes, elem_size, true);
+    const Prediction board = predictTime(collective, rule->algorithm.c_str(), bytes, elem_size, topology_, sliceBytes(bytes));
+    c.reason = "COLL_ALGO rule '" + rule->text + "' names the board, which cannot take it here (" +
+               (board.supported ? "a board of another transport" : board.why_not) + "); " + c.reason;
+    return c;
+  }
+  if (rule) {
+    Choice c = modelChoice(collective, bytes, elem_size, true);  // for the predicted times of the others
     const algo::AlgorithmInfo* forced = algo::findAlgorithm(collective, rule->algorithm);
     std::vector<Rejected> rejected;
     if (c.algorithm != forced) rejected.push_back({c.algorithm->name, c.predicted_s, "the cost model's choice"});
@@ -78,7 +137,7 @@ Choice Selector::decide(algo::Collective collective, size_t bytes, size_t elem_s
     if (c.algorithm == forced) forced_s = c.predicted_s;
     return {forced, "forced by COLL_ALGO rule '" + rule->text + "'", forced_s, std::move(rejected)};
   }
-  Choice model = modelChoice(collective, bytes, elem_size);
+  Choice model = modelChoice(collective, bytes, elem_size, true);
   if (const TunedEntry* tuned = tuning_.lookup(collective, bytes)) {
     if (const algo::AlgorithmInfo* a = algo::findAlgorithm(collective, tuned->algorithm)) {
       Choice c;
@@ -92,11 +151,11 @@ Choice Selector::decide(algo::Collective collective, size_t bytes, size_t elem_s
   return model;
 }
 
-const Choice& Selector::choose(algo::Collective collective, size_t bytes, size_t elem_size) {
-  auto key = std::make_tuple(collective, bytes, elem_size);
+const Choice& Selector::choose(algo::Collective collective, size_t bytes, size_t elem_size, bool schedules_only) {
+  auto key = std::make_tuple(collective, bytes, elem_size, schedules_only);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
-  Choice c = decide(collective, bytes, elem_size);
+  Choice c = decide(collective, bytes, elem_size, schedules_only);
   logOnce(collective, bytes, c);
   if (cache_.size() >= 4096) cache_.clear();  // bounded: odd sizes must not grow it forever
   return cache_.emplace(key, std::move(c)).first->second;

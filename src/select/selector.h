@@ -46,14 +46,27 @@ class Selector {
 
   // elem_size: bytes per element (the model counts the empty chunks of small buffers); 4 where
   // a caller has no data type (float32, what the benches and tables reduce).
-  // The reference stays valid until the next call (the memo is bounded).
-  const Choice& choose(algo::Collective collective, size_t bytes, size_t elem_size = 4);
+  // The reference stays valid until the next call (the memo is bounded). schedules_only: for
+  // the scheduled path, which runs what the board path declined (a device op staged on the host).
+  const Choice& choose(algo::Collective collective, size_t bytes, size_t elem_size = 4, bool schedules_only = false);
   // The cost model's choice alone (no rule, no tuning): what --explain and autotune compare.
-  Choice modelChoice(algo::Collective collective, size_t bytes, size_t elem_size = 4) const;
-  // A COLL_ALGO rule decides this (collective, size): no shortcut may bypass the selector.
-  bool forced(algo::Collective collective, size_t bytes) const { return matchRule(rules_, collective, bytes) != nullptr; }
+  // schedules_only: leave out the entries without a schedule (the board), for the scheduled path.
+  Choice modelChoice(algo::Collective collective, size_t bytes, size_t elem_size = 4, bool schedules_only = false) const;
+  // The shared-memory board (algorithms/board.h), where the job has one: its cells' capacity
+  // for all-reduce and broadcast. The size up to which the model picks it is found here, once,
+  // so that the board path may ask picksBoard() on the issuing thread while choose() runs on
+  // the progress thread.
+  void setBoard(size_t allreduce_bytes, size_t broadcast_bytes);
+  // Whether choose() picks the board for this (collective, size): a COLL_ALGO rule that names
+  // it (where it fits), else, with no rule for the size, the cost model.
+  bool picksBoard(algo::Collective collective, size_t bytes) const;
+  // The largest size at which the model picks the board (0: never), for the log.
+  size_t boardUpTo(algo::Collective collective) const {
+    return collective == algo::Collective::allreduce ? board_allreduce_up_to_ : board_broadcast_up_to_;
+  }
   const topology::Topology& topology() const { return topology_; }
   void setTuning(TuningTable tuning) { tuning_ = std::move(tuning); cache_.clear(); }
+  // Rules change only between ops (CommunicatorImpl::setAlgorithms), never while picksBoard runs.
   void setRules(std::vector<AlgoRule> rules) { rules_ = std::move(rules); cache_.clear(); }
   // COLL_DETERMINISTIC=1: reductions always run "ordered" (algorithms/ordered_reduce.h), over
   // any rule or tuning: a result that depended on the choice would not be deterministic.
@@ -67,7 +80,9 @@ class Selector {
   }
 
  private:
-  Choice decide(algo::Collective collective, size_t bytes, size_t elem_size) const;
+  Choice decide(algo::Collective collective, size_t bytes, size_t elem_size, bool schedules_only) const;
+  Choice boardChoice(algo::Collective collective, size_t bytes, size_t elem_size) const;
+  size_t boardCapacity(algo::Collective collective) const;
   void logOnce(algo::Collective collective, size_t bytes, const Choice& c);
 
   std::vector<AlgoRule> rules_;
@@ -77,7 +92,8 @@ class Selector {
   bool deterministic_ = false;
   bool grow_slices_ = false;
   std::set<std::string> logged_;
-  std::map<std::tuple<algo::Collective, size_t, size_t>, Choice> cache_;  // sizes recur (buckets, benchmarks)
+  std::map<std::tuple<algo::Collective, size_t, size_t, bool>, Choice> cache_;  // sizes recur (buckets, benchmarks)
+  size_t board_allreduce_up_to_ = 0, board_broadcast_up_to_ = 0;  // the model picks the board up to these
 };
 
 // "12.3 us", "4.56 ms": predicted times for logs and tables.

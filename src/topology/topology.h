@@ -45,6 +45,10 @@ struct Topology {
   // before it was kept, COLL_PROBE=0), no contention.
   double loaded_step_s = 0;
   LeafSwitches leaves;  // from a file's "fabric" object only; the probe cannot see switches
+  // The shared-memory board (algorithms/board.h) where the job has one: the largest all-reduce
+  // and broadcast its cells hold. Set by the communicator from its transport, never probed nor
+  // kept in files; 0: no board.
+  size_t board_bytes = 0, board_broadcast_bytes = 0;
 
   int numHosts() const { return static_cast<int>(ranks_of_host.size()); }
   int maxRanksPerHost() const;

@@ -393,7 +393,7 @@ TEST_P(Schedules, EveryCatalogAlgorithm) {
   const int n = GetParam();
   uint64_t seed = 5000;
   for (const AlgorithmInfo& a : catalog())
-    for (size_t count : countsFor(n, a.collective))
+    for (size_t count : a.isSchedule() ? countsFor(n, a.collective) : std::vector<size_t>{})
       for (size_t slice : {size_t{64}, size_t{512} << 10})
         for (bool in_place : {false, true})
           for (int root : {0, n - 1})

@@ -1,8 +1,11 @@
 #include "coll_topo_print.h"
 
+#include <algorithm>
 #include <vector>
 
+#include "algorithms/board.h"
 #include "algorithms/catalog.h"
+#include "base/config.h"
 #include "base/log.h"
 #include "select/cost_model.h"
 #include "select/selector.h"
@@ -70,8 +73,20 @@ std::string topologyTable(const Topology& t) {
   return out;
 }
 
-std::string explainTable(const Topology& t, size_t slice_bytes) {
+// On one host, the shared-memory board a job there would have (COLL_SHM_BOARD_BYTES's
+// default), so that the table prices it beside the schedules; between hosts there is none.
+Topology withBoard(const Topology& topo, std::string* note) {
+  Topology t = topo;
+  if (t.numHosts() != 1 || t.board_bytes > 0) return t;
+  t.board_bytes = Config{}.shm_board_bytes;
+  t.board_broadcast_bytes = std::min(t.board_bytes, algo::cost::kBoardBroadcastBytes);
+  *note = format("board: one host, so the shared-memory board of COLL_SHM_BOARD_BYTES=%zu is priced too\n", t.board_bytes);
+  return t;
+}
+
+std::string explainTable(const Topology& topo, size_t slice_bytes) {
   std::string out;
+  const Topology t = withBoard(topo, &out);
   select::Selector selector({}, t, slice_bytes);
   for (algo::Collective c : algo::kAllCollectives) {
     std::vector<const algo::AlgorithmInfo*> candidates;

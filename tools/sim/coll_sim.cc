@@ -30,13 +30,16 @@ Status algorithmsToRun(const SimOptions& o, std::vector<const algo::AlgorithmInf
   if (names.size() == 1 && names[0] == "all") {
     names.clear();
     for (const algo::AlgorithmInfo& a : algo::catalog())
-      if (a.collective == o.collective) names.push_back(a.name);
+      if (a.collective == o.collective && a.isSchedule()) names.push_back(a.name);
   }
   for (const std::string& n : names) {
     const algo::AlgorithmInfo* a = algo::findAlgorithm(o.collective, n);
     if (!a)
       return invalidArgument("--algo " + n + ": " + algo::toString(o.collective) + " has no such algorithm (" +
                              algo::algorithmNames(o.collective) + ")");
+    if (!a->isSchedule())
+      return invalidArgument("--algo " + n + ": not a schedule (it runs on one host's shared memory, by the board "
+                             "path); coll-sim simulates schedules");
     out->push_back(a);
   }
   return Status::ok();

@@ -70,6 +70,9 @@ struct Fabric {
   double C;            // what contention adds to a step in which every rank sends (busy - idle α)
   std::vector<int> host_of;  // host of each rank, for the patterns' link loads (link_load.h)
   LeafSwitches leaves;                 // the spine, where a topology file describes one
+  // The shared-memory board's cells (board.h), where every rank shares one: the largest
+  // all-reduce and broadcast it holds, in bytes; 0: no board.
+  double board_bytes = 0, board_broadcast_bytes = 0;
   // direct's every-rank-to-every-rank traffic over a leaf's uplink, in host links, as
   // L(n-L) is over a host's: the leaf's ranks each send the ranks under other leaves a chunk.
   double uplinkShare() const {

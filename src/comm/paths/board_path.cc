@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "algorithms/board.h"
 #include "base/log.h"
 
 namespace coll {
@@ -11,12 +12,6 @@ namespace {
 // A peer on the message path sends tagged messages; any but point-to-point ones (which may
 // legitimately arrive early) show it is running another collective than our board op.
 bool isCollectiveTag(uint64_t tag) { return (tag & 0xff) != static_cast<uint64_t>(OpKind::send); }
-
-// Broadcasts above this go by the message path even where the board would hold them: the
-// root's copy into the slots and the receivers' copy out overlap there, while the board
-// makes everyone wait for everyone. 2 ranks, 8-byte broadcast: 0.33 us on the board, 0.6 on
-// the message path; 2 KiB: 0.75 against 1.16; 4 KiB: 1.17 against 1.0-1.07.
-constexpr size_t kBoardBroadcastBytes = 2048;
 
 bool boardKind(OpKind kind) {
   return kind == OpKind::allreduce || kind == OpKind::barrier || kind == OpKind::broadcast;
@@ -34,21 +29,22 @@ BoardPath::BoardPath(int rank, int size, const Config& config, const transport::
     if (p != rank && transports.for_peer[p] != t) return;
   board_ = t->board();
   if (!board_) return;
-  board_bytes_ = board_->capacity();
-  board_broadcast_bytes_ = std::min(board_bytes_, kBoardBroadcastBytes);
-  COLL_INFO("TUNE", "allreduce and barrier of 1 B to %s, broadcast to %s -> board (%s): every rank posts its "
-            "operand in shared memory and combines all %d (or copies the root's), one step instead of the message "
-            "path's log2(n); COLL_SHM_BOARD_BYTES sets the limit, a COLL_ALGO rule for the size overrides it",
-            formatBytes(board_bytes_).c_str(), formatBytes(board_broadcast_bytes_).c_str(), t->name(), size);
+  const size_t bytes = board_->capacity();
+  scheduled_.setBoard(bytes, std::min(bytes, algo::cost::kBoardBroadcastBytes));
+  COLL_INFO("TUNE", "board (%s) holds allreduce and barrier up to %s, broadcast up to %s; the cost model picks it "
+            "for allreduce up to %s and broadcast up to %s: every rank posts its operand in shared memory and "
+            "combines all %d (or copies the root's), one step instead of the message path's log2(n); "
+            "COLL_SHM_BOARD_BYTES sets its cells, a COLL_ALGO rule for the size overrides the model",
+            t->name(), formatBytes(bytes).c_str(), formatBytes(std::min(bytes, algo::cost::kBoardBroadcastBytes)).c_str(),
+            formatBytes(scheduled_.boardUpTo(algo::Collective::allreduce)).c_str(),
+            formatBytes(scheduled_.boardUpTo(algo::Collective::broadcast)).c_str(), size);
 }
 
 bool BoardPath::accepts(const OpRequest& op) const {
   if (!board_ || op.device >= 0 || !boardKind(op.kind)) return false;
   const size_t bytes = op.kind == OpKind::barrier ? 1 : op.bytes();
-  const size_t limit = op.kind == OpKind::broadcast ? board_broadcast_bytes_ : board_bytes_;
-  if (bytes == 0 || bytes > limit) return false;
   const auto collective = op.kind == OpKind::broadcast ? algo::Collective::broadcast : algo::Collective::allreduce;
-  return !scheduled_.forced(collective, bytes);
+  return scheduled_.picksBoard(collective, bytes);
 }
 
 // The last op's WorkState, if its Work is gone.

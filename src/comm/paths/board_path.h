@@ -1,7 +1,8 @@
 // The board path: small all-reduces, barriers and broadcasts of a communicator whose ranks all
 // share one host, on the transport's small-op board (transport/small_op_board.h): every rank
 // posts its operand in shared memory and combines all of them, one step instead of the message
-// path's log2(n). A COLL_ALGO rule for the size sends the op to the scheduled path instead.
+// path's log2(n). The board is a catalogue entry (algorithms/board.h): the selector scores it
+// like any algorithm, and this path takes what it picks the board for.
 //
 // An op issued with nothing queued or running is posted at once by the issuing thread, and
 // finished there if every rank has posted too: the queue, the hand-over and the wake-up would
@@ -45,12 +46,10 @@ class BoardPath final : public ExecutionPath {
   transport::BoardCall boardCall(const OpRequest& op);
 
   const Config& config_;
-  ScheduledPath& scheduled_;  // the call check (COLL_CHECK) and COLL_ALGO's rules
+  ScheduledPath& scheduled_;  // the call check (COLL_CHECK) and the selector
   Ledger& ledger_;
   OpTrace* trace_;  // null: untraced
   transport::SmallOpBoard* board_ = nullptr;
-  size_t board_bytes_ = 0;            // board_->capacity(), read once
-  size_t board_broadcast_bytes_ = 0;  // the largest broadcast that goes there
   std::shared_ptr<detail::WorkState> spare_work_;  // the last board op's, reused once nobody holds it
   std::deque<std::pair<uint64_t, uint64_t>> tickets_;  // (op sequence, ticket) of ops posted at issue, in order
   uint8_t barrier_byte_[1] = {0};

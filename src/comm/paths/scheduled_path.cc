@@ -138,7 +138,7 @@ const CachedSchedule* ScheduledPath::scheduleFor(const OpRequest& op, OpPlan* pl
   p.count = plan->total_count;
   p.in_place = plan->in_place;
   p.slice_bytes = selector_->sliceBytes(op.bytes());
-  const algo::AlgorithmInfo* chosen = selector_->choose(plan->collective, op.bytes(), p.elem_size).algorithm;
+  const algo::AlgorithmInfo* chosen = selector_->choose(plan->collective, op.bytes(), p.elem_size, true).algorithm;
   ScheduleKey key{chosen, op.kind, p.count, p.elem_size, p.root, p.in_place, p.average};
   return &schedules_.get(key, [&] { return chosen->build(p); });
 }

@@ -48,8 +48,11 @@ class ScheduledPath final : public ExecutionPath {
   // probe, autotune, the call check).
   Status runSchedule(const algo::Schedule& schedule, ExecContext& ctx);
 
-  // A COLL_ALGO rule decides this (collective, size): no shortcut may bypass the selector.
-  bool forced(algo::Collective collective, size_t bytes) const { return selector_->forced(collective, bytes); }
+  // The board (algorithms/board.h) is a catalogue entry the selector scores: the board path
+  // tells it the board's capacity, then asks whether it is picked (issuing thread).
+  void setBoard(size_t allreduce_bytes, size_t broadcast_bytes) { selector_->setBoard(allreduce_bytes, broadcast_bytes); }
+  bool picksBoard(algo::Collective collective, size_t bytes) const { return selector_->picksBoard(collective, bytes); }
+  size_t boardUpTo(algo::Collective collective) const { return selector_->boardUpTo(collective); }
   void setRules(std::vector<select::AlgoRule> rules) { selector_->setRules(std::move(rules)); }
 
  private:
