@@ -250,8 +250,13 @@ void Engine::Impl::failAll(const Error& error, bool report) {
     }
   }
   if (first && report && opt_.on_failure) opt_.on_failure(error);
-  if (!dead_)
+  if (!dead_) {
     for (transport::Transport* t : active_) t->abort(error.what());
+    // A transport tells its peers in progress() (a verbs goodbye, a socket closed): drive each
+    // once more, or a peer that waits on this rank learns of the abort only at its deadline.
+    std::vector<transport::Completion> ignored;  // every op fails below
+    for (transport::Transport* t : active_) (void)t->progress(&ignored, Clock::now());
+  }
   dead_ = true;
   Error e = [&] {
     std::lock_guard<std::mutex> lock(mu_);

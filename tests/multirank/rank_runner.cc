@@ -26,7 +26,9 @@ namespace {
 
 enum ExitCode { kOk = 0, kCheckFailed = 1, kBodyError = 2, kInitFailed = 3, kOtherException = 4 };
 
-Rank* g_self = nullptr;  // the child's own rank, for failRank / recordError
+// The calling rank, for failRank / recordError: per thread, since runThreads runs every rank
+// of a run as a thread of one process.
+thread_local Rank* g_self = nullptr;
 
 void copyMessage(RankSlot* slot, const std::string& text) {
   std::snprintf(slot->message, sizeof slot->message, "%s", text.c_str());
@@ -38,8 +40,9 @@ void copyMessage(RankSlot* slot, const std::string& text) {
   ::_exit(code);
 }
 
-[[noreturn]] void runChild(int rank, int n, const std::string& address, const std::string& secret,
-                           RankSlot* slots, const ProcessBody& body, pid_t parent, std::chrono::milliseconds deadline) {
+// Makes the calling (just forked) process a rank process: dies with the parent, in a session of
+// its own, with an alarm as the last resort.
+void becomeRankProcess(pid_t parent, std::chrono::milliseconds deadline) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a parent killed by ctest's TIMEOUT takes its ranks along
   if (::getppid() != parent) ::_exit(kOtherException);
   // A session of its own: when the shell that started the test in the background exits, the
@@ -49,19 +52,43 @@ void copyMessage(RankSlot* slot, const std::string& text) {
   // group is orphaned from the start, never newly, and has no terminal to be stopped by.
   ::setsid();
   ::alarm(static_cast<unsigned>(deadline.count() / 1000 + 15));  // a last resort if the parent hangs
-  Rank self{rank, n, &slots[rank], slots};
+}
+
+// Runs one rank's body in the calling thread; an exception ends the process, saying so.
+void runBody(Rank& self, const std::string& address, const std::string& secret, const ProcessBody& body) {
   g_self = &self;
   try {
     body(self, address, secret);
   } catch (const Error& e) {
     copyMessage(self.slot, strprintf("unexpected coll::Error (%s): %s", codeName(e.code()), e.what()));
-    std::fprintf(stderr, "[rank %d] %s\n", rank, self.slot->message);
+    std::fprintf(stderr, "[rank %d] %s\n", self.rank, self.slot->message);
     childExit(kBodyError);
   } catch (const std::exception& e) {
     copyMessage(self.slot, strprintf("unexpected exception: %s", e.what()));
-    std::fprintf(stderr, "[rank %d] %s\n", rank, self.slot->message);
+    std::fprintf(stderr, "[rank %d] %s\n", self.rank, self.slot->message);
     childExit(kOtherException);
   }
+}
+
+[[noreturn]] void runChild(int rank, int n, const std::string& address, const std::string& secret,
+                           RankSlot* slots, const ProcessBody& body, pid_t parent, std::chrono::milliseconds deadline) {
+  becomeRankProcess(parent, deadline);
+  Rank self{rank, n, &slots[rank], slots};
+  runBody(self, address, secret, body);
+  childExit(kOk);
+}
+
+// runThreads' one process: every rank on a thread of its own; exits 0 once all returned.
+[[noreturn]] void runThreadedChild(int n, const std::string& address, const std::vector<std::string>& secrets,
+                                   RankSlot* slots, const ProcessBody& body, pid_t parent,
+                                   std::chrono::milliseconds deadline) {
+  becomeRankProcess(parent, deadline);
+  std::vector<Rank> ranks;
+  for (int r = 0; r < n; ++r) ranks.push_back(Rank{r, n, &slots[r], slots});
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] { runBody(ranks[r], address, secrets[r], body); });
+  for (std::thread& t : threads) t.join();
   childExit(kOk);
 }
 
@@ -176,8 +203,51 @@ std::vector<RankOutcome> runRanks(int n, const RankBody& body, const RunOptions&
       }, options);
 }
 
-std::vector<RankOutcome> runProcesses(int n, const ProcessBody& body, const RunOptions& options) {
+namespace {
+
+// Waits for every child until the run's deadline, SIGKILLs (by PID) those still running then,
+// and fills in the outcomes of the ranks each child ran.
+void reapChildren(const std::vector<pid_t>& pids, std::chrono::steady_clock::time_point start,
+                  std::chrono::milliseconds deadline, std::vector<RankOutcome>* outcomes) {
+  auto settle = [&](pid_t pid, int status, bool killed) {
+    for (RankOutcome& o : *outcomes) {
+      if (o.pid != pid) continue;
+      reap(&o, status);
+      o.killed_on_deadline = killed;
+    }
+  };
+  std::vector<bool> gone(pids.size(), false);
+  size_t alive = pids.size();
+  while (alive > 0) {
+    for (size_t i = 0; i < pids.size(); ++i) {
+      int status = 0;
+      if (gone[i] || ::waitpid(pids[i], &status, WNOHANG) != pids[i]) continue;
+      settle(pids[i], status, false);
+      gone[i] = true;
+      --alive;
+    }
+    if (alive == 0) break;
+    if (std::chrono::steady_clock::now() - start > deadline) {
+      for (size_t i = 0; i < pids.size(); ++i) {
+        if (gone[i]) continue;
+        ::kill(pids[i], SIGKILL);
+        int status = 0;
+        ::waitpid(pids[i], &status, 0);
+        settle(pids[i], status, true);
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+// runProcesses and runThreads: the store, the slots, the fork(s), the reaping.
+std::vector<RankOutcome> runForked(int n, const ProcessBody& body, const RunOptions& options, bool threads) {
   std::vector<RankOutcome> outcomes(n);
+  if (threads && options.parent_action) {
+    ADD_FAILURE() << "parent_action acts on rank processes; runThreads' ranks are threads of one process";
+    return outcomes;
+  }
   std::string secret = bootstrap::generateSecret();
   StoreProcess store;
   Status st = StoreProcess::start(secret, &store);
@@ -186,6 +256,11 @@ std::vector<RankOutcome> runProcesses(int n, const ProcessBody& body, const RunO
     return outcomes;
   }
   std::string address = "127.0.0.1:" + std::to_string(store.port());
+  std::vector<std::string> secrets(n);
+  for (int r = 0; r < n; ++r) {
+    secrets[r] = options.secret_for ? options.secret_for(r) : "";
+    if (secrets[r].empty()) secrets[r] = secret;
+  }
 
   size_t bytes = sizeof(RankSlot) * static_cast<size_t>(n);
   void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -201,45 +276,22 @@ std::vector<RankOutcome> runProcesses(int n, const ProcessBody& body, const RunO
   std::vector<pid_t> pids;
   std::fflush(stdout);
   std::fflush(stderr);
-  for (int r = 0; r < n; ++r) {
-    std::string s = options.secret_for ? options.secret_for(r) : "";
-    if (s.empty()) s = secret;
+  for (int r = 0; r < (threads ? 1 : n); ++r) {
     pid_t pid = ::fork();
-    if (pid == 0) runChild(r, n, address, s, slots, body, parent, options.deadline);
+    if (pid == 0 && threads) runThreadedChild(n, address, secrets, slots, body, parent, options.deadline);
+    if (pid == 0) runChild(r, n, address, secrets[r], slots, body, parent, options.deadline);
     if (pid < 0) {
       ADD_FAILURE() << "fork failed: " << std::strerror(errno);
       break;
     }
-    outcomes[r].rank = r;
-    outcomes[r].pid = pid;
+    for (int k = threads ? 0 : r; k < (threads ? n : r + 1); ++k) {
+      outcomes[k].rank = k;
+      outcomes[k].pid = pid;
+    }
     pids.push_back(pid);
   }
   if (options.parent_action && static_cast<int>(pids.size()) == n) options.parent_action(pids, slots);
-
-  size_t alive = pids.size();
-  while (alive > 0) {
-    for (RankOutcome& o : outcomes) {
-      if (o.pid <= 0 || o.exited || o.signal) continue;
-      int status = 0;
-      if (::waitpid(o.pid, &status, WNOHANG) == o.pid) {
-        reap(&o, status);
-        --alive;
-      }
-    }
-    if (alive == 0) break;
-    if (std::chrono::steady_clock::now() - start > options.deadline) {
-      for (RankOutcome& o : outcomes) {
-        if (o.pid <= 0 || o.exited || o.signal) continue;
-        ::kill(o.pid, SIGKILL);
-        int status = 0;
-        ::waitpid(o.pid, &status, 0);
-        reap(&o, status);
-        o.killed_on_deadline = true;
-      }
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  reapChildren(pids, start, options.deadline, &outcomes);
 
   for (RankOutcome& o : outcomes) {
     if (o.rank < 0) continue;
@@ -247,10 +299,22 @@ std::vector<RankOutcome> runProcesses(int n, const ProcessBody& body, const RunO
     o.error_code = slots[o.rank].error_code;
     o.error_time_ns = slots[o.rank].error_time_ns;
     o.flags = slots[o.rank].flags;
+    if (threads && o.message.empty() && !(o.exited && o.exit_code == 0))
+      o.message = "ended with the process that every rank is a thread of (see the rank that says why)";
   }
   for (int r = 0; r < n; ++r) slots[r].~RankSlot();
   ::munmap(mem, bytes);
   return outcomes;
+}
+
+}  // namespace
+
+std::vector<RankOutcome> runProcesses(int n, const ProcessBody& body, const RunOptions& options) {
+  return runForked(n, body, options, false);
+}
+
+std::vector<RankOutcome> runThreads(int n, const ProcessBody& body, const RunOptions& options) {
+  return runForked(n, body, options, true);
 }
 
 bool expectAllSucceeded(const std::vector<RankOutcome>& outcomes) {

@@ -81,12 +81,17 @@ struct RankOutcome {
 std::vector<RankOutcome> runRanks(int n, const RankBody& body, const RunOptions& options = {});
 // The same without the communicator: body runs in each forked rank (exit codes as above).
 std::vector<RankOutcome> runProcesses(int n, const ProcessBody& body, const RunOptions& options = {});
+// The same with every rank a thread of one forked process, for ranks that must share memory
+// (the verbs transport's fake NICs are one in-process fabric). A rank that fails ends the
+// process, so every rank reports that exit; the failing one's message says why. No rank can
+// be killed alone, so parent_action is refused (ADD_FAILURE).
+std::vector<RankOutcome> runThreads(int n, const ProcessBody& body, const RunOptions& options = {});
 
 // gtest-side: ADD_FAILURE for every rank that did not exit 0. Returns true if all did.
 bool expectAllSucceeded(const std::vector<RankOutcome>& outcomes);
 
 // Child-side failure: prints "[rank r] file:line: check failed: cond: message", records it
-// in the slot and _exits(1). Never returns.
+// in the calling rank's slot and _exits(1) (under runThreads: the whole process). Never returns.
 [[noreturn]] void failRank(const char* file, int line, const char* cond, const std::string& message);
 
 // Child-side: records an error (code, message, time now) in the calling rank's slot.

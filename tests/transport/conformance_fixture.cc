@@ -43,6 +43,7 @@ void runRank(const TransportUnderTest& t, const CaseBody& body, const CaseOption
   RANK_CHECK(st.isOk(), "store: %s", st.message().c_str());
   Endpoint ep{self};
   ep.store = store.get();
+  ep.store_address = address;
   ep.directory = PeerDirectory{self.rank, self.size, secret, "conformance/", store.get(), "127.0.0.1"};
   if (t.shm_name) std::snprintf(names->name[self.rank], sizeof names->name[0], "%s", t.shm_name(ep.directory, self.rank).c_str());
   if (options.create_transport) {
@@ -91,12 +92,10 @@ std::vector<RankOutcome> runCase(const TransportUnderTest& t, const CaseBody& bo
   std::memset(names, 0, sizeof *names);
   RunOptions run = options.run;
   run.deadline = std::min(run.deadline, std::chrono::milliseconds(60'000));
-  auto outcomes = runProcesses(
-      options.ranks,
-      [&](Rank& self, const std::string& address, const std::string& secret) {
-        runRank(t, body, options, names, self, address, secret);
-      },
-      run);
+  auto rank = [&](Rank& self, const std::string& address, const std::string& secret) {
+    runRank(t, body, options, names, self, address, secret);
+  };
+  auto outcomes = t.threads ? runThreads(options.ranks, rank, run) : runProcesses(options.ranks, rank, run);
   for (int r = 0; r < options.ranks && r < kMaxRanks; ++r) {
     if (names->name[r][0] == '\0') continue;
     std::string path = std::string("/dev/shm") + names->name[r];

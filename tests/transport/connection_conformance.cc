@@ -462,6 +462,7 @@ TEST_P(ConnectionConformance, PeerClosesAfterSending) {
 
 // A peer SIGKILLed while we wait for it (no goodbye of any kind): PeerLost within 2 s.
 TEST_P(ConnectionConformance, PeerKilled) {
+  if (GetParam().threads) GTEST_SKIP() << kNoRankKills;
   CaseOptions o;
   o.run.parent_action = [](const std::vector<pid_t>& pids, RankSlot* slots) {
     if (!awaitPhase(slots[0], 1) || !awaitPhase(slots[1], 1)) return;

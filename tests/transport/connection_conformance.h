@@ -2,7 +2,9 @@
 // written once and instantiated per transport by a ten-line file (socket_conformance_test.cc,
 // shm_conformance_test.cc), as TensorPipe's test/transport/connection_test.cc is.
 //
-// Each case forks 2 ranks (rank_runner.h) around a rendezvous store in the parent; each rank
+// Each case forks 2 ranks (rank_runner.h) around a rendezvous store in the parent (or, for a
+// transport over an in-process fake device, forks one process running the ranks as threads:
+// TransportUnderTest::threads); each rank
 // creates the transport under test with every other rank as a peer on its host, connects to
 // all of them and runs the case's body, driving progress() with a deadline. Payloads follow a
 // position- and seed-dependent pattern checked byte for byte, with guard bytes after every
@@ -41,7 +43,14 @@ struct TransportUnderTest {
   std::function<std::string(const PeerDirectory&, int rank)> shm_name;
   // Connection::unreadMessage() can see a message no receive claimed (socket, shm; UCX cannot).
   bool peeks = false;
+  // The ranks are threads of one forked process (runThreads), for a transport whose ranks
+  // share an in-process device (verbs over fake NICs). No rank can then be killed alone: the
+  // cases that SIGKILL one skip (kNoRankKills).
+  bool threads = false;
 };
+
+inline constexpr const char* kNoRankKills =
+    "the ranks are threads of one process here (an in-process fake device): none can be killed alone";
 
 inline void PrintTo(const TransportUnderTest& t, std::ostream* os) { *os << t.name; }
 
@@ -55,6 +64,7 @@ struct Endpoint {
   Transport* transport = nullptr;
   std::vector<Connection*> conns;  // by rank; nullptr for this rank
   bootstrap::StoreClient* store = nullptr;
+  std::string store_address;  // the run's store, for a client of another thread's own
   PeerDirectory directory;
   transport::Deadline deadline;  // the case's, 20 s after the transport was made
 
@@ -100,7 +110,8 @@ struct CaseOptions {
   std::function<void(Config*)> configure;  // after the transport's own configure
 };
 
-// Runs body on forked ranks; ADD_FAILUREs for /dev/shm leftovers. Returns the outcomes.
+// Runs body on forked ranks (threads of one forked process where t.threads); ADD_FAILUREs for
+// /dev/shm leftovers. Returns the outcomes.
 std::vector<RankOutcome> runCase(const TransportUnderTest& t, const CaseBody& body, const CaseOptions& options = {});
 
 // Makes the transport in a body that set create_transport = false.

@@ -167,6 +167,7 @@ TEST_P(ConnectionConformance, ManyRelaysInFlightHoldPipesOnlyWhilePiping) {
 // read: the middle's receive and send both fail, and so does the last rank's receive; nobody
 // waits for the deadline.
 TEST_P(ConnectionConformance, RelayFailsOnBothSidesWhenTheSourceDies) {
+  if (GetParam().threads) GTEST_SKIP() << kNoRankKills;
   CaseOptions o;
   o.ranks = 3;
   o.run.parent_action = [](const std::vector<pid_t>& pids, RankSlot* slots) {
