@@ -8,14 +8,16 @@ include(CMakePackageConfigHelpers)
 install(TARGETS coll_shared coll LIBRARY DESTINATION lib ARCHIVE DESTINATION lib)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/coll DESTINATION include FILES_MATCHING PATTERN "*.h")
 
-set(_coll_programs collrun)
-foreach(prog all_reduce_perf broadcast_perf reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf
+set(_coll_programs)
+foreach(prog collrun all_reduce_perf broadcast_perf reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf
              sendrecv_perf gather_perf scatter_perf)
   if(TARGET ${prog})
     list(APPEND _coll_programs ${prog})
   endif()
 endforeach()
-install(TARGETS ${_coll_programs} RUNTIME DESTINATION bin)
+if(_coll_programs)
+  install(TARGETS ${_coll_programs} RUNTIME DESTINATION bin)
+endif()
 
 # What a static link of libcoll.a needs besides it (the shared library records its own).
 set(COLL_STATIC_LINK_LIBS -pthread)

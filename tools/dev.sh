@@ -56,6 +56,30 @@ install_missing() {
   fi
 }
 
+# The Python packages of the registry (PyPI) the tests use, in a venv outside the repository,
+# made once per machine: torch 2.x (the CUDA build pip serves, a few GB; torch 2.x's own
+# distributed suite and the pip test run on it), numpy, and what builds coll's pip package.
+# COLL_VENV chooses where (default /opt/coll-venv); tests find it through the same variable.
+venv=${COLL_VENV:-/opt/coll-venv}
+pip_packages=(torch numpy pytest build scikit-build-core pybind11)
+
+ensure_venv() {
+  if [[ ! -x $venv/bin/python ]]; then
+    echo "dev.sh: making $venv (the registry's torch and what pip builds coll with)"
+    python3 -m venv "$venv"
+  fi
+  local want
+  want=$("$venv/bin/python" - "${pip_packages[@]}" <<'PY'
+import importlib.util, sys
+names = {"scikit-build-core": "scikit_build_core"}
+print(" ".join(p for p in sys.argv[1:] if importlib.util.find_spec(names.get(p, p)) is None))
+PY
+)
+  [[ -z $want ]] && return 0
+  echo "dev.sh: pip installing $want into $venv"
+  "$venv/bin/pip" install -q --progress-bar off $want
+}
+
 # configure_and_build [TARGET...]: configures, then builds the named targets (all without any).
 configure_and_build() {
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -70,7 +94,8 @@ case $verb in
     "$build/bin/collrun" -n 4 "$build/bin/broadcast_perf" -b 8 -e 64M -f 4 -n 10 -w 2 -c 1
     ;;
   test)
-    [[ $install == 1 ]] && install_missing
+    [[ $install == 1 ]] && install_missing && ensure_venv
+    export COLL_VENV=$venv
     configure_and_build
     ctest --test-dir "$build" --output-on-failure --timeout 600 -j 2
     ;;

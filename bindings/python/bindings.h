@@ -22,6 +22,7 @@
 #include "coll/communicator.h"
 #include "coll/error.h"
 #include "coll/types.h"
+#include "coll/version.h"
 #include "coll/work.h"
 
 namespace coll::python {

@@ -19,6 +19,7 @@ import concurrent.futures
 import functools
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -76,6 +77,18 @@ def pybind11_include(torch_includes):
         sys.exit("build_for_python: pybind11 is missing: pip install pybind11 (or apt-get install pybind11-dev)")
 
 
+def write_build_info(out, torch_version, cuda):
+    """coll/_build_info.py, as CMake writes it from _build_info.py.in (transports: the two every
+    build has, and CUDA's where libcoll has it; UCX and verbs are not probed here)."""
+    text = (HERE / "coll" / "_build_info.py.in").read_text()
+    version = re.search(r'COLL_VERSION_STRING "([^"]+)"', (ROOT / "include/coll/version.h").read_text()).group(1)
+    values = {"PROJECT_VERSION": version, "COLL_BUILT_TORCH": torch_version, "COLL_PY_CUDA": str(bool(cuda)),
+              "COLL_PY_TRANSPORTS": "socket,shm" + (",cuda" if cuda else ""), "COLL_PY_OPTIONAL": ""}
+    for key, value in values.items():
+        text = text.replace(f"@{key}@", value)
+    (out / "_build_info.py").write_text(text)
+
+
 def compile_module(name, sources, out_dir, build_dir, includes, defines, libs, libdirs, jobs):
     cxx = os.environ.get("CXX", "c++")
     flags = ["-O2", "-g0", "-fPIC", "-std=c++20", "-fvisibility=hidden", "-Wno-deprecated-declarations"]
@@ -129,7 +142,7 @@ def main():
     out = pathlib.Path(args.out).resolve() / "coll"
     out.mkdir(parents=True, exist_ok=True)
     build = pathlib.Path(args.out).resolve() / "objects"
-    for f in ("__init__.py", "torch.py"):
+    for f in ("__init__.py", "__main__.py", "torch.py"):
         shutil.copy(HERE / "coll" / f, out / f)
 
     try:
@@ -142,10 +155,11 @@ def main():
     core_includes = [args.include, python_include] + torch_includes[:1] + pybind11_include(torch_includes)
     compile_module("_coll", [HERE / s for s in CORE_SOURCES], out, build, core_includes, [], ["coll"], [libdir],
                    args.jobs)
+    cuda = libcoll_has_cuda(libdir) if args.cuda == "auto" else args.cuda == "on"
+    write_build_info(out, "" if torch is None or args.no_torch else torch.__version__, cuda)
     if torch is None or args.no_torch:
         print("torch not found for this Python: built the numpy API only" if torch is None else "torch skipped")
         return
-    cuda = libcoll_has_cuda(libdir) if args.cuda == "auto" else args.cuda == "on"
     defines = torch_abi_defines(torch, libdir) + ["TORCH_EXTENSION_NAME=_torch", "TORCH_API_INCLUDE_EXTENSION_H"]
     defines += ["COLL_HAVE_CUDA=1"] if cuda else []
     includes = [args.include, python_include] + torch_includes + pybind11_include(torch_includes)

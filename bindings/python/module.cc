@@ -81,7 +81,7 @@ PYBIND11_MODULE(_coll, m) {
       "large message sent from it with one plain copy, where from other memory the kernel copies\n"
       "(process_vm_readv) or the message goes through shared slots in two copies. Use it for the\n"
       "buffers a job sends every step. Freed when the last array viewing it is.");
-  m.attr("__version__") = "0.1.0";
+  m.attr("__version__") = COLL_VERSION_STRING;
   m.attr("SPLIT_NOCOLOR") = coll::kSplitNoColor;
   m.attr("ANY_SOURCE") = coll::kAnySource;
 }

@@ -1,32 +1,72 @@
 #!/bin/bash
-# pip install ./bindings/python into a venv that sees Debian's numpy and torch
-# (--system-site-packages), offline (--no-index, --no-build-isolation), then import coll and
-# coll.torch from outside the source tree and all-reduce on 2 ranks under collrun.
-# usage: pip_test.sh BUILD_DIR SOURCE_DIR   (the extensions are built in BUILD_DIR)
+# coll as a user of pip gets it: an sdist of the checkout (PEP 517, scikit-build-core), built
+# into a wheel in a fresh venv that has the registry's torch, installed there; `python -m coll`
+# says coll.torch is usable; a 3-rank torchrun job on backend "coll" (pip_torch_job.py); a torch
+# other than the one coll.torch was built for is refused naming both versions; and the same
+# wheel's numpy API works in a venv without torch.
+# usage: pip_test.sh SOURCE_DIR
+# COLL_VENV: the venv tools/dev.sh made (python, the registry's torch, build, scikit-build-core);
+# its site-packages is made visible to the fresh venvs through a .pth file, as a site-wide
+# torch would be, rather than unpacking several GB of torch again. COLL_PIP_NO_ISOLATION=1
+# builds without pip's isolated environment (offline; it then needs no download at all).
 set -euo pipefail
-build=$1 src=$2
+src=$(cd "$1" && pwd)
+venv=${COLL_VENV:-/opt/coll-venv}
+py=$venv/bin/python
+if ! "$py" -c 'import torch, build, scikit_build_core' 2>/dev/null; then
+  echo "pip test: $venv lacks torch, build or scikit-build-core (tools/dev.sh makes it): skipping"; exit 77
+fi
 work=$(mktemp -d /tmp/coll-pip.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-if ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null; then
-  echo "python3-venv is missing (apt-get install python3-venv): skipping"; exit 77
-fi
-/usr/bin/python3 -m venv --system-site-packages "$work/venv"
-cp -r "$src/bindings/python" "$work/pkg"  # pip builds in place: keep the source tree clean
-sed -i "s|^ROOT = .*|ROOT = pathlib.Path('$src')|" "$work/pkg/setup.py"
-COLL_SETUP_BUILD_DIR=$build timeout 500 "$work/venv/bin/pip" install --no-index --no-build-isolation "$work/pkg" \
-  >"$work/pip.log" 2>&1 || { cat "$work/pip.log"; exit 1; }
-tail -1 "$work/pip.log"
-cat >"$work/allreduce.py" <<'PY'
-import numpy as np
-import coll, coll.torch  # both must import from the installed package
-comm = coll.init()
-x = np.arange(5, dtype=np.float32) * (comm.rank + 1)
-comm.allreduce(x, x).wait()
-want = np.arange(5, dtype=np.float32) * sum(r + 1 for r in range(comm.size))
-assert np.array_equal(x, want), (x, want)
-print(f"pip-installed coll from {coll.__file__}: rank {comm.rank} of {comm.size}: all-reduce ok")
-PY
-cd "$work"
-PYTHONPATH= timeout 120 "$build/bin/collrun" -n 2 "$work/venv/bin/python" "$work/allreduce.py" | tee "$work/out"
-grep -q "$work/venv/lib" "$work/out"
+site() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+isolation=(); [[ ${COLL_PIP_NO_ISOLATION:-0} == 1 ]] && isolation=(--no-build-isolation)
+
+echo "== sdist"
+"$py" -m build --sdist --no-isolation --outdir "$work/dist" "$src" >"$work/sdist.log" 2>&1 || { cat "$work/sdist.log"; exit 1; }
+sdist=$(ls "$work"/dist/coll-*.tar.gz)
+echo "$(basename "$sdist"): $(tar tzf "$sdist" | wc -l) files"
+
+echo "== fresh venv with the registry's torch: pip wheel and pip install the sdist"
+"$py" -m venv "$work/venv"
+site "$py" >"$(site "$work/venv/bin/python")/registry_torch.pth"
+CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 1500 "$work/venv/bin/pip" wheel "${isolation[@]}" --no-deps -w "$work/wheels" \
+  "$sdist" >"$work/wheel.log" 2>&1 || { tail -60 "$work/wheel.log"; exit 1; }
+grep "coll wheel:" "$work/wheel.log" || true
+wheel=$(ls "$work"/wheels/coll-*.whl)
+"$work/venv/bin/pip" install --no-deps "$wheel" >/dev/null
+echo "$(basename "$wheel"): $(python3 -c "import zipfile,sys; print(', '.join(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith('coll/')))" "$wheel")"
+
+cd "$work"  # outside the source tree: everything imports from the venv
+echo "== python -m coll"
+"$work/venv/bin/python" -m coll | tee "$work/info.txt"
+grep -q "coll.torch: ok" "$work/info.txt"
+
+echo "== 3 ranks under torchrun, backend coll"
+port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+OMP_NUM_THREADS=1 COLL_TIMEOUT=60 timeout 300 "$work/venv/bin/python" -m torch.distributed.run --nproc-per-node 3 \
+  --master-addr 127.0.0.1 --master-port "$port" "$src/tests/install/pip_torch_job.py" 2>&1 | tee "$work/job.txt" | grep "rank "
+[[ $(grep -c ": ok" "$work/job.txt") == 3 ]] || { cat "$work/job.txt"; exit 1; }
+
+echo "== another torch than the one coll.torch was built for"
+info=$("$work/venv/bin/python" -c 'import coll._build_info as b; print(b.__file__)')
+sed -i 's/^torch = "\(.*\)"/torch = "\1.other"/' "$info"
+if "$work/venv/bin/python" -c 'import coll.torch' 2>"$work/mismatch.txt"; then echo "a mismatched torch was accepted"; exit 1; fi
+tail -1 "$work/mismatch.txt"
+grep -q "built for torch .*\.other, but torch .* is installed" "$work/mismatch.txt"
+if "$work/venv/bin/python" -m coll >/dev/null; then echo "python -m coll passed a mismatched torch"; exit 1; fi
+
+echo "== the same wheel, numpy API, in a venv without torch"
+"$py" -m venv "$work/plain"
+numpy_dir=$("$py" -c 'import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))')
+mkdir -p "$work/numpy_only" && ln -s "$numpy_dir/numpy" "$work/numpy_only/numpy"  # numpy alone, not torch
+echo "$work/numpy_only" >"$(site "$work/plain/bin/python")/numpy_only.pth"
+"$work/plain/bin/pip" install --no-deps "$wheel" >/dev/null
+port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$work/plain/bin/python" -c '
+import importlib.util, numpy as np, coll
+assert importlib.util.find_spec("torch") is None
+comm = coll.init()  # one rank, from the environment a launcher would set
+x = np.arange(4, dtype=np.float32); comm.allreduce(x, x).wait()
+print(f"numpy API without torch: coll {coll.__version__}, rank {comm.rank} of {comm.size}: ok")'
+"$work/plain/bin/python" -m coll | grep "coll.torch"
 echo "pip test: ok"
