@@ -29,7 +29,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CORE_SOURCES = ["module.cc", "errors.cc", "arrays.cc", "work.cc", "communicator.cc"]
 TORCH_SOURCES = ["module.cc", "process_group.cc", "monitored_barrier.cc", "placement.cc", "process_group_lists.cc",
-                 "store.cc", "sparse_allreduce.cc", "tensors.cc", "work.cc"]
+                 "store.cc", "sparse_allreduce.cc", "tensor_coalesced.cc", "tensors.cc", "work.cc"]
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,7 +1,9 @@
 #!/bin/bash
 # coll as a user of pip gets it: an sdist of the checkout (PEP 517, scikit-build-core), built
 # into a wheel in a fresh venv that has the registry's torch, installed there; `python -m coll`
-# says coll.torch is usable; a 3-rank torchrun job on backend "coll" (pip_torch_job.py); a torch
+# says coll.torch is usable; a 3-rank torchrun job on backend "coll" (pip_torch_job.py); DDP,
+# ZeRO and FSDP2 on 2 ranks against one process (tests/torch2/training_check.py); torch's
+# own distributed suite's CI subset on that torch (tests/torch_suite/ci_subset.txt); a torch
 # other than the one coll.torch was built for is refused naming both versions; and the same
 # wheel's numpy API works in a venv without torch.
 # usage: pip_test.sh SOURCE_DIR
@@ -46,6 +48,19 @@ port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); p
 OMP_NUM_THREADS=1 COLL_TIMEOUT=60 timeout 300 "$work/venv/bin/python" -m torch.distributed.run --nproc-per-node 3 \
   --master-addr 127.0.0.1 --master-port "$port" "$src/tests/install/pip_torch_job.py" 2>&1 | tee "$work/job.txt" | grep "rank "
 [[ $(grep -c ": ok" "$work/job.txt") == 3 ]] || { cat "$work/job.txt"; exit 1; }
+
+echo "== DDP (and no_sync), ZeroRedundancyOptimizer, FSDP2 fully_shard on 2 ranks against one process"
+port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+OMP_NUM_THREADS=1 COLL_TIMEOUT=60 timeout 300 "$work/venv/bin/python" -m torch.distributed.run --nproc-per-node 2 \
+  --master-addr 127.0.0.1 --master-port "$port" "$src/tests/torch2/training_check.py" 2>&1 | tee "$work/train.txt" |
+  grep "^rank 0:"
+[[ $(grep -c ": ok$" "$work/train.txt") == 8 ]] || { cat "$work/train.txt"; exit 1; }
+
+echo "== torch's own distributed suite, CI subset, coll posing as gloo (tests/torch_suite)"
+OMP_NUM_THREADS=1 timeout 900 "$work/venv/bin/python" "$src/tests/torch_suite/run_suite.py" --backend coll --alias \
+  --world-size 3 --list "$src/tests/torch_suite/ci_subset.txt" >"$work/suite.txt" 2>&1 || true
+grep "^suite:" "$work/suite.txt" || { tail -40 "$work/suite.txt"; exit 1; }
+grep -q "^suite: .* 0 failed, 0 error" "$work/suite.txt" || { grep -E "^(FAIL|ERROR):" "$work/suite.txt"; exit 1; }
 
 echo "== another torch than the one coll.torch was built for"
 info=$("$work/venv/bin/python" -c 'import coll._build_info as b; print(b.__file__)')

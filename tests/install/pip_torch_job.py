@@ -5,10 +5,13 @@ import os
 import torch
 import torch.distributed as dist
 
-import coll.torch  # noqa: F401  (registers "coll")
+import coll
 
 
 def main():
+    # torch 2.x finds "coll" by its entry point (pyproject.toml): no `import coll.torch` first.
+    if not hasattr(dist.Backend, "_ensure_backend_registered"):
+        import coll.torch  # noqa: F401  (an older torch: registers "coll")
     dist.init_process_group("coll")
     rank, n = dist.get_rank(), dist.get_world_size()
     assert dist.get_backend() == "coll", dist.get_backend()

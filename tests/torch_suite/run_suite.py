@@ -76,6 +76,17 @@ def installBackend():
             DistTestCases.backend_feature[feature].add("coll")
         return
 
+    if hasattr(c10d.Backend, "_ensure_backend_registered"):  # torch 2.x registers its own lazily
+        c10d.Backend._ensure_backend_registered("gloo")
+    plugins = getattr(c10d.Backend, "_plugins", {})
+    if "GLOO" in plugins:  # torch 2.x: gloo is a registered plugin; its creator now makes coll
+        def coll_as_gloo_plugin(opts, backend_options):
+            # Profiler events named as gloo's, which the suite looks up by the backend's name.
+            return coll.torch._torch.create_process_group(opts.store, opts.group_rank, opts.group_size, opts.timeout,
+                                                          profiling_name="gloo")
+        plugins["GLOO"] = plugins["GLOO"]._replace(creator_fn=coll_as_gloo_plugin)
+        return
+
     def coll_as_gloo(store, rank, size, timeout=c10d.default_pg_timeout):
         # Profiler events named as gloo's, which the suite looks up by the backend's name.
         return coll.torch._torch.create_process_group(store, rank, size, timeout, profiling_name="gloo")

@@ -95,6 +95,23 @@ class ProcessGroupColl : public BackendBase {
   // default, false, and takes gloo's path: its point-to-point needs no group.)
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  // tensor_coalesced.cc: all_gather_into_tensor and reduce_scatter_tensor over lists (FSDP2).
+  // Not marked override: torch 2.x renamed them (..._tensor_coalesced, then
+  // ..._single_coalesced, the old names forwarding); the names this torch declares virtual are
+  // overridden, any other is a plain member.
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions& opts);
+  c10::intrusive_ptr<c10d::Work> all_gather_single_coalesced(std::vector<at::Tensor>& outputs,
+                                                             std::vector<at::Tensor>& inputs,
+                                                             const c10d::AllgatherOptions& opts);
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts);
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_single_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts);
 #endif
 
  private:
