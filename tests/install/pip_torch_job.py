@@ -1,5 +1,6 @@
 """A 3-rank torch.distributed job on the pip-installed backend "coll" (tests/install/pip_test.sh):
 the collectives torch 2.x users reach first, each checked against a value computed here."""
+import importlib
 import os
 
 import torch
@@ -11,7 +12,7 @@ import coll
 def main():
     # torch 2.x finds "coll" by its entry point (pyproject.toml): no `import coll.torch` first.
     if not hasattr(dist.Backend, "_ensure_backend_registered"):
-        import coll.torch  # noqa: F401  (an older torch: registers "coll")
+        importlib.import_module("coll.torch")  # an older torch: registers "coll" (a local import would shadow coll)
     dist.init_process_group("coll")
     rank, n = dist.get_rank(), dist.get_world_size()
     assert dist.get_backend() == "coll", dist.get_backend()
