@@ -121,8 +121,10 @@ Choice Selector::decide(algo::Collective collective, size_t bytes, size_t elem_s
   if (rule && !algo::findAlgorithm(collective, rule->algorithm)->isSchedule()) {  // the board, where it cannot run
     Choice c = modelChoice(collective, bytes, elem_size, true);
     const Prediction board = predictTime(collective, rule->algorithm.c_str(), bytes, elem_size, topology_, sliceBytes(bytes));
-    c.reason = "COLL_ALGO rule '" + rule->text + "' names the board, which cannot take it here (" +
-               (board.supported ? "a board of another transport" : board.why_not) + "); " + c.reason;
+    const char* why = board.supported ? "the op is not the board path's: device buffers staged on the host"
+                                      : board.why_not;
+    c.reason = "COLL_ALGO rule '" + rule->text + "' names the board, which cannot take it here (" + why + "); " +
+               c.reason;
     return c;
   }
   if (rule) {
