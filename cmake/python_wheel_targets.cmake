@@ -8,6 +8,20 @@ set_target_properties(coll_shared PROPERTIES VERSION ${PROJECT_VERSION_MAJOR})
 install(TARGETS coll_shared LIBRARY DESTINATION coll NAMELINK_SKIP)
 install(TARGETS coll_python LIBRARY DESTINATION coll)
 
+# torch's libraries, from the folder its probe named: one missing skips coll.torch, saying so.
+set(_torch_libs "")
+if(COLL_WHEEL_TORCH_found)
+  foreach(_lib torch_python torch_cpu torch c10)
+    find_library(COLL_WHEEL_LIB_${_lib} ${_lib} PATHS ${COLL_WHEEL_TORCH_library_dirs} NO_DEFAULT_PATH)
+    if(NOT COLL_WHEEL_LIB_${_lib})
+      message(STATUS "coll wheel: no coll.torch: lib${_lib}.so is not in ${COLL_WHEEL_TORCH_library_dirs}")
+      set(COLL_WHEEL_TORCH_found 0)
+      break()
+    endif()
+    list(APPEND _torch_libs ${COLL_WHEEL_LIB_${_lib}})
+  endforeach()
+endif()
+
 set(COLL_BUILT_TORCH "")
 if(COLL_WHEEL_TORCH_found)
   set(COLL_BUILT_TORCH "${COLL_WHEEL_TORCH_version}")
@@ -20,11 +34,6 @@ if(COLL_WHEEL_TORCH_found)
   target_compile_definitions(coll_torch PRIVATE TORCH_EXTENSION_NAME=_torch TORCH_API_INCLUDE_EXTENSION_H
                                                 ${COLL_WHEEL_TORCH_pybind11_defines})
   target_compile_options(coll_torch PRIVATE -Wno-unused-parameter -Wno-sign-compare -Wno-deprecated-declarations)
-  set(_torch_libs "")
-  foreach(_lib torch_python torch_cpu torch c10)
-    find_library(COLL_WHEEL_LIB_${_lib} ${_lib} PATHS ${COLL_WHEEL_TORCH_library_dirs} NO_DEFAULT_PATH REQUIRED)
-    list(APPEND _torch_libs ${COLL_WHEEL_LIB_${_lib}})
-  endforeach()
   # torch's libraries are loaded by `import torch` before coll._torch (coll/torch.py imports it
   # first), so the module needs no path to them; the shared C++ runtime by name, as torch's.
   target_link_libraries(coll_torch PRIVATE coll_shared ${_torch_libs} -l:libstdc++.so.6)
