@@ -28,8 +28,7 @@ import sysconfig
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CORE_SOURCES = ["module.cc", "errors.cc", "arrays.cc", "work.cc", "communicator.cc"]
-TORCH_SOURCES = ["module.cc", "process_group.cc", "monitored_barrier.cc", "placement.cc", "process_group_lists.cc",
-                 "store.cc", "sparse_allreduce.cc", "tensor_coalesced.cc", "tensors.cc", "work.cc"]
+TORCH_SOURCES = sorted(p.name for p in (HERE / "torch").glob("*.cc"))  # every file of the backend
 
 
 @functools.lru_cache(maxsize=None)

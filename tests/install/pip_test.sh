@@ -2,7 +2,8 @@
 # coll as a user of pip gets it: an sdist of the checkout (PEP 517, scikit-build-core), built
 # into a wheel in a fresh venv that has the registry's torch, installed there; `python -m coll`
 # says coll.torch is usable; a 3-rank torchrun job on backend "coll" (pip_torch_job.py); DDP,
-# ZeRO and FSDP2 on 2 ranks against one process (tests/torch2/training_check.py); torch's
+# ZeRO and FSDP2 on 2 ranks against one process (tests/torch2/training_check.py); what torch 2.x
+# asks of a backend beyond its ops (tests/torch2/backend_api_check.py); torch's
 # own distributed suite's CI subset on that torch (tests/torch_suite/ci_subset.txt); a torch
 # other than the one coll.torch was built for is refused naming both versions; and the same
 # wheel's numpy API works in a venv without torch.
@@ -55,6 +56,14 @@ OMP_NUM_THREADS=1 COLL_TIMEOUT=60 timeout 300 "$work/venv/bin/python" -m torch.d
   --master-addr 127.0.0.1 --master-port "$port" "$src/tests/torch2/training_check.py" 2>&1 | tee "$work/train.txt" |
   grep "^rank 0:"
 [[ $(grep -c ": ok$" "$work/train.txt") == 8 ]] || { cat "$work/train.txt"; exit 1; }
+
+echo "== the backend beyond its ops on 3 ranks: device map, split_group, timeouts, abort, destroy (tests/torch2)"
+port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+OMP_NUM_THREADS=1 COLL_TIMEOUT=60 timeout 300 "$work/venv/bin/python" -m torch.distributed.run --nproc-per-node 3 \
+  --master-addr 127.0.0.1 --master-port "$port" "$src/tests/torch2/backend_api_check.py" >"$work/api.txt" 2>&1 || true
+grep -o "rank 0: [a-z_]*[^:]*: ok" "$work/api.txt" || true
+# (counted with -o: the ranks' lines can meet on one line of torchrun's output)
+[[ $(grep -o "rank [0-9]: [a-z_]*[^:]*: ok" "$work/api.txt" | wc -l) == 27 ]] || { cat "$work/api.txt"; exit 1; }
 
 echo "== torch's own distributed suite, CI subset, coll posing as gloo (tests/torch_suite)"
 OMP_NUM_THREADS=1 timeout 900 "$work/venv/bin/python" "$src/tests/torch_suite/run_suite.py" --backend coll --alias \

@@ -44,8 +44,9 @@ void ProcessGroupColl::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
     coll::Work release;
     {
       std::lock_guard<std::mutex> lock(issue_mu_);
-      comm_->send(&bytes[0], 1, DataType::u8, 0, tag);
-      release = comm_->recv(&bytes[rank_], 1, DataType::u8, 0, tag + 1);
+      Communicator& comm = live("monitored_barrier");
+      comm.send(&bytes[0], 1, DataType::u8, 0, tag);
+      release = comm.recv(&bytes[rank_], 1, DataType::u8, 0, tag + 1);
     }
     TORCH_CHECK(arrived(release, deadline), "Rank ", rank_, " successfully reached monitoredBarrier, but received "
                 "errors while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.");
@@ -54,7 +55,8 @@ void ProcessGroupColl::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
   std::vector<coll::Work> works(static_cast<size_t>(size_));
   {
     std::lock_guard<std::mutex> lock(issue_mu_);
-    for (int r = 1; r < size_; ++r) works[r] = comm_->recv(&bytes[r], 1, DataType::u8, r, tag);
+    Communicator& comm = live("monitored_barrier");
+    for (int r = 1; r < size_; ++r) works[r] = comm.recv(&bytes[r], 1, DataType::u8, r, tag);
   }
   std::string missing;
   int missing_count = 0;
@@ -67,7 +69,8 @@ void ProcessGroupColl::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
   }
   TORCH_CHECK(missing_count == 0, "Ranks ", missing, " failed to pass monitoredBarrier in ", ms);
   std::lock_guard<std::mutex> lock(issue_mu_);
-  for (int r = 1; r < size_; ++r) comm_->send(&bytes[0], 1, DataType::u8, r, tag + 1);
+  Communicator& comm = live("monitored_barrier");
+  for (int r = 1; r < size_; ++r) comm.send(&bytes[0], 1, DataType::u8, r, tag + 1);
 }
 
 }  // namespace coll::torch_backend

@@ -14,19 +14,28 @@
 namespace coll::torch_backend {
 namespace {
 
-constexpr const char* kSecretKey = "coll/torch/secret";
+// A process may destroy its group and make it again over the same store under the same prefix
+// (torch names the default group alike each time): each making is a generation, counted in
+// the store, so that one's keys never meet another's. Every rank of a generation adds before
+// any can finish making it, so all of them count alike.
+std::string generationOf(KeyValueStore& store, int size) {
+  const int64_t joined = store.add("coll/torch/joined", 1);
+  return std::to_string((joined - 1) / size);
+}
 
 // coll authenticates its data connections with a job secret. Under torch the store is the
 // trust anchor already, so rank 0 draws one and the others read it there.
-std::string agreeOnSecret(KeyValueStore& store, int rank, std::chrono::milliseconds timeout) {
+std::string agreeOnSecret(KeyValueStore& store, const std::string& generation, int rank,
+                          std::chrono::milliseconds timeout) {
+  const std::string key = "coll/torch/" + generation + "/secret";
   std::string secret;
   if (rank == 0) {
     std::random_device rd;
     const char* hex = "0123456789abcdef";
     for (int i = 0; i < 32; ++i) secret += hex[rd() % 16];
-    store.set(kSecretKey, secret);
+    store.set(key, secret);
   } else {
-    TORCH_CHECK(store.get(kSecretKey, &secret, timeout), "coll init (rank ", rank, "): rank 0 did not publish the ",
+    TORCH_CHECK(store.get(key, &secret, timeout), "coll init (rank ", rank, "): rank 0 did not publish the ",
                 "job secret in torch's store within ", timeout.count(), " ms");
   }
   return secret;
@@ -44,8 +53,9 @@ ProcessGroupColl::ProcessGroupColl(const c10::intrusive_ptr<c10d::Store>& store,
   CommOptions options;
   options.rank = rank;
   options.size = size;
-  options.name = "torch";
-  options.secret = agreeOnSecret(*kv, rank, timeout);
+  const std::string generation = generationOf(*kv, size);
+  options.name = generation == "0" ? "torch" : "torch/" + generation;
+  options.secret = agreeOnSecret(*kv, generation, rank, timeout);
   options.store = kv;
   options.timeout = timeout;
   try {
@@ -74,8 +84,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::submit(c10d::OpType type, const
   c10::intrusive_ptr<CollWork> work;
   {
     std::lock_guard<std::mutex> lock(issue_mu_);
+    Communicator& comm = live(profilingTitle(profiling_name_, type));
     try {
-      ops = issue(*comm_);
+      ops = issue(comm);
       if (!point_to_point) ++sequence_;
     } catch (const coll::Error& e) {
       TORCH_CHECK(false, "coll ", toString(e.code()), ": ", e.what());
@@ -88,8 +99,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupColl::submit(c10d::OpType type, const
                                          profilingTitle(profiling_name_, type), std::move(inputs),
                                          where.futureDevices());
     if (coalescing_) coalesced_.push_back(work);
+    completer_->add(std::move(ops), work, point_to_point);  // under the lock: shutdown() may take it next
   }
-  completer_->add(std::move(ops), work, point_to_point);
   return work;
 }
 

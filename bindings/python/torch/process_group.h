@@ -72,6 +72,27 @@ class ProcessGroupColl : public BackendBase {
   // The group's collective count, equal on every rank (torch's desync debugging reads it).
   void setSequenceNumberForGroup() override { sequence_ = 0; }
   uint64_t getSequenceNumberForGroup() override { return sequence_; }
+#if TORCH_VERSION_MAJOR >= 2
+  // group_lifecycle.cc: what torch 2.x asks of a backend beyond the ops. Not marked override:
+  // each is torch's virtual where this torch declares it (split and supportsSplitting since
+  // about 2.7, abort/shutdown later than 2.4) and a plain member elsewhere.
+  //
+  // dist.split_group: the ranks of one split make a new group, bootstrapped through `store`
+  // (torch's prefix store for it) as new_group's are; a rank not in `ranks` gets null.
+  bool supportsSplitting() const { return true; }
+  // What split_group hands split() (after torch sets the child's timeout and name in a copy).
+  c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() {
+    return c10::make_intrusive<c10d::Backend::Options>("coll", timeout_);
+  }
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<c10d::Backend::Options>& opts);
+  // dist.destroy_process_group: waits for the ops issued (each bounded by its deadline), then
+  // closes the connections. An op issued afterwards is refused, naming it.
+  void shutdown();
+  // _abort_process_group: every pending op fails at once here ("aborted by the application"),
+  // and peers waiting on this rank fail fast, their connections closed. Idempotent.
+  void abort();
+#endif
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
@@ -126,6 +147,9 @@ class ProcessGroupColl : public BackendBase {
                                         const Issue& issue, bool point_to_point = false,
                                         std::vector<at::Tensor> inputs = {});
   c10::intrusive_ptr<c10d::Work> receive(std::vector<at::Tensor>& tensors, int src, int tag);
+  // The communicator for an op named `op`; TORCH_CHECK fails once the group was shut down.
+  // Called with issue_mu_ held.
+  Communicator& live(const char* op);
   c10::intrusive_ptr<c10d::Work> sparseAllreduce(const at::Tensor& t, const c10d::AllreduceOptions& opts);
   // Per-peer point-to-point exchange as one coll group: chunk p of `send` to rank p, chunk p
   // of `recv` from rank p (uneven all-to-all).
@@ -143,6 +167,7 @@ class ProcessGroupColl : public BackendBase {
   // monitoredBarrier's one-byte messages: a check-in from a barrier that already failed may
   // still land here, so the bytes live as long as the group.
   std::vector<uint8_t> monitored_bytes_;
+  // Both null after shutdown(): submit() then refuses the op.
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<Completer> completer_;
 };
