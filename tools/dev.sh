@@ -3,6 +3,7 @@
 #   tools/dev.sh bench   install what is missing, build, run a 4-rank all-reduce and broadcast
 #                        benchmark on this machine through collrun (nccl-tests tables)
 #   tools/dev.sh test    install what is missing, build, run every test (ctest)
+#   tools/dev.sh build   install what is missing (the venv too), build; no tests
 # Options: --build DIR (default build), --no-install (skip apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -93,6 +94,10 @@ case $verb in
     "$build/bin/collrun" -n 4 "$build/bin/all_reduce_perf" -b 8 -e 64M -f 4 -n 10 -w 2 -c 1
     "$build/bin/collrun" -n 4 "$build/bin/broadcast_perf" -b 8 -e 64M -f 4 -n 10 -w 2 -c 1
     ;;
+  build)
+    [[ $install == 1 ]] && install_missing && ensure_venv
+    configure_and_build
+    ;;
   test)
     [[ $install == 1 ]] && install_missing && ensure_venv
     export COLL_VENV=$venv
@@ -100,7 +105,7 @@ case $verb in
     ctest --test-dir "$build" --output-on-failure --timeout 600 -j 2
     ;;
   *)
-    sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
