@@ -6,6 +6,8 @@
 # COLL_SUITE_PYTHON: the Python whose torch runs the suite (default /usr/bin/python3, Debian's
 # torch 1.13, with coll from BUILD_DIR/python); a venv's python where coll is pip-installed (its
 # torch 2.x, BUILD_DIR unused), e.g. COLL_SUITE_PYTHON=/opt/coll-venv/bin/python.
+# COLL_SUITE_FORK=1: each test's ranks forked from the driver (run_suite.py --fork), not spawned:
+# on torch 2.15 about 5 minutes per backend per world size instead of 35.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../build} out=${2:-/tmp/coll-suite}
@@ -18,6 +20,7 @@ pythonpath=$build/python; [[ $py != /usr/bin/python3 ]] && pythonpath=
 for ws in "${sizes[@]}"; do
   for b in gloo coll; do
     extra=(); [[ $b == coll ]] && extra=(--alias)
+    [[ ${COLL_SUITE_FORK:-0} == 1 ]] && extra+=(--fork)
     PYTHONPATH="$pythonpath" OMP_NUM_THREADS=1 timeout 2400 "$py" "$here/run_suite.py" --backend $b "${extra[@]}" \
       --world-size "$ws" --json "$out/$b-ws$ws.json" >"$out/$b-ws$ws.log" 2>&1
     grep '^suite:' "$out/$b-ws$ws.log" || echo "$b at world size $ws: no summary (see $out/$b-ws$ws.log)"
