@@ -117,6 +117,9 @@ def parse_args():
     p.add_argument("--subnet", default=NC_SUBNET, help="netcluster subnet, A.B.C")
     p.add_argument("--timeout", type=int, help="seconds per launch (300; --algos and --ddp 1800)")
     p.add_argument("--build", default=str(ROOT / "build"))
+    p.add_argument("--torch-python", default=DEBIAN_PYTHON, metavar="PY",
+                   help="the Python whose torch runs gloo, torch-coll and --ddp: Debian's (torch 1.13, coll from "
+                        "BUILD/python; the default), or a venv's with coll pip-installed (torch 2.x)")
     p.add_argument("--out", default=str(ROOT / "build/compare"))
     p.add_argument("--replot", action="store_true",
                    help="only redraw the PNGs from the CSVs and tables already under --out")

@@ -7,6 +7,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 NETCLUSTER = Path(os.environ.get("NETCLUSTER", ROOT.parent / "shared/tools/netcluster"))
 NC_PREFIX, NC_SUBNET = "ncb", "10.214.19"  # compare.py's own cluster by default (--prefix, --subnet)
+DEBIAN_PYTHON = "/usr/bin/python3"  # Debian's torch 1.13, with coll from BUILD/python
 
 COLLECTIVES = ["all_reduce", "broadcast", "all_gather", "reduce_scatter"]
 # coll-mem: coll with its buffers from collMemAlloc (perf programs' -R 1), on one host only.
@@ -52,3 +53,24 @@ def run_cmd(cmd, timeout, env=None):
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         return 124, out + f"\n# timed out after {timeout} s"
+
+
+def torch_env(torch_python, build, backend):
+    """The environment a torch rank needs: coll from BUILD/python under Debian's Python; a
+    venv's python finds the coll pip installed there (and gloo needs nothing)."""
+    if backend != "coll" or torch_python != DEBIAN_PYTHON:
+        return {}
+    return {"PYTHONPATH": str(Path(build) / "python")}
+
+
+def torch_has_coll(torch_python, build):
+    """Whether backend coll can run under torch_python (see torch_env)."""
+    if torch_python == DEBIAN_PYTHON:
+        return (Path(build) / "python/coll/torch.py").exists()
+    return subprocess.run([torch_python, "-c", "import coll.torch"], capture_output=True, timeout=120).returncode == 0
+
+
+def torch_version(torch_python):
+    r = subprocess.run([torch_python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True,
+                       timeout=120)
+    return r.stdout.strip() or "?"

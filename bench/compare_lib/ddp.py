@@ -8,7 +8,7 @@ would oversubscribe them further, whichever backend."""
 import re
 import statistics
 
-from .common import ROOT
+from .common import ROOT, torch_env, torch_has_coll, torch_version
 
 BACKENDS = ["coll", "gloo"]
 
@@ -29,15 +29,18 @@ def field(text, key):
 def ddp_steps(scn, out, log):
     """Rounds of (coll, gloo), the order alternating; writes <scenario>_ddp.txt, returns it."""
     args = scn.args
-    if not (scn.build / "python/coll/torch.py").exists():
-        raise OSError(f"no {scn.build}/python/coll: build with libtorch-dev installed")
+    py = args.torch_python
+    if not torch_has_coll(py, scn.build):
+        raise OSError(f"backend coll cannot run under {py}: build with libtorch-dev installed (Debian's python), or "
+                      "pip install coll into the venv of --torch-python")
+    version = torch_version(py)
     got = {(b, k): [] for b in BACKENDS for k in ("step_ms", "forward_ms")}
     errors = []
     for rnd in range(args.rounds):
         for backend in BACKENDS[rnd % 2:] + BACKENDS[:rnd % 2]:
-            cmd = ["/usr/bin/python3", str(ROOT / "bench/torch_ddp_step.py"), "--backend", backend,
+            cmd = [py, str(ROOT / "bench/torch_ddp_step.py"), "--backend", backend,
                    "--steps", str(args.steps), "--warmup", "2", "--batch", str(args.batch)]
-            env = {"PYTHONPATH": str(scn.build / "python"), "OMP_NUM_THREADS": "1"}
+            env = {**torch_env(py, scn.build, backend), "OMP_NUM_THREADS": "1"}
             rc, text = scn.launch_ranks(cmd, args.timeout, env)
             step, fwd = field(text, "step_ms"), field(text, "forward_ms")
             if rc != 0 or step is None:
@@ -49,7 +52,7 @@ def ddp_steps(scn, out, log):
     med = {k: statistics.median(v) if v else None for k, v in got.items()}
     ratio = lambda a, b: f"{a / b:.3f}" if a and b else "-"
     cell = lambda v: "-" if v is None else f"{v:.1f}"
-    lines = [f"# torch.distributed DDP, {scn.title}, {args.rounds} rounds, medians",
+    lines = [f"# torch.distributed DDP, {scn.title}, torch {version} ({py}), {args.rounds} rounds, medians",
              f"{'measure':<40} {'coll':>10} {'gloo':>10} {'coll/gloo':>9}"]
     for key, what in (("step_ms", f"DDP step, 29M-param MLP, batch {args.batch} (ms)"),
                       ("forward_ms", "  of it the forward pass (ms)")):

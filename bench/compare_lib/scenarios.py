@@ -116,8 +116,8 @@ class Scenario:
             return os.access(self.coll_prog("all_reduce"), os.X_OK)
         if system == "coll-mem":  # its regions are read by ranks on the same host
             return isinstance(self, LocalScenario) and os.access(self.coll_prog("all_reduce"), os.X_OK)
-        if system == "torch-coll":  # coll's torch backend, built only where libtorch-dev is
-            return (self.build / "python/coll/torch.py").exists()
+        if system == "torch-coll":  # coll's torch backend: built with libtorch-dev, or pip-installed
+            return torch_has_coll(self.args.torch_python, self.build)
         return True
 
     def coll_env(self, system):
@@ -165,9 +165,9 @@ class Scenario:
         if self.args.in_place and collective in ("all_gather", "reduce_scatter"):
             return Outcome([], "unsupported")  # torch_dist_perf.py has no in-place form of these
         backend = "coll" if system == "torch-coll" else "gloo"
-        args = ["/usr/bin/python3", str(ROOT / "bench/peers/torch_dist_perf.py"), "--op", collective,
+        args = [self.args.torch_python, str(ROOT / "bench/peers/torch_dist_perf.py"), "--op", collective,
                 "--plan", plan_text(steps), "-c", "1", "--backend", backend]
-        env = {"PYTHONPATH": str(self.build / "python")} if backend == "coll" else {}
+        env = torch_env(self.args.torch_python, self.build, backend)
         rc, text = self.launch_ranks(args, timeout, env)
         return finish(text, rc, table_rows(text), f"{system} {collective}")
 
