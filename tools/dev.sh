@@ -57,28 +57,38 @@ install_missing() {
   fi
 }
 
-# The Python packages of the registry (PyPI) the tests use, in a venv outside the repository,
+# The Python packages of the registry (PyPI) the tests use, in venvs outside the repository,
 # made once per machine: torch 2.x (the CUDA build pip serves, a few GB; torch 2.x's own
 # distributed suite and the pip test run on it), numpy, and what builds coll's pip package.
-# COLL_VENV chooses where (default /opt/coll-venv); tests find it through the same variable.
+# COLL_VENV: the registry's newest torch (default /opt/coll-venv). COLL_VENV_OLDER: an older
+# torch 2.x, 2.4.1, the last built with the old C++ ABI (default /opt/coll-venv-torch2.4); the
+# pip test runs on both. Tests find them through the same variables.
 venv=${COLL_VENV:-/opt/coll-venv}
-pip_packages=(torch numpy pytest build scikit-build-core pybind11)
+venv_older=${COLL_VENV_OLDER:-/opt/coll-venv-torch2.4}
+pip_packages=(numpy pytest build scikit-build-core pybind11)
 
+# ensure_venv DIR TORCH_REQUIREMENT: makes DIR with torch and pip_packages where missing.
 ensure_venv() {
-  if [[ ! -x $venv/bin/python ]]; then
-    echo "dev.sh: making $venv (the registry's torch and what pip builds coll with)"
-    python3 -m venv "$venv"
+  local dir=$1 torch_req=$2
+  if [[ ! -x $dir/bin/python ]]; then
+    echo "dev.sh: making $dir ($torch_req and what pip builds coll with)"
+    python3 -m venv "$dir"
   fi
   local want
-  want=$("$venv/bin/python" - "${pip_packages[@]}" <<'PY'
+  want=$("$dir/bin/python" - "$torch_req" "${pip_packages[@]}" <<'PY'
 import importlib.util, sys
 names = {"scikit-build-core": "scikit_build_core"}
-print(" ".join(p for p in sys.argv[1:] if importlib.util.find_spec(names.get(p, p)) is None))
+print(" ".join(p for p in sys.argv[1:] if importlib.util.find_spec(names.get(p, p.split("=")[0])) is None))
 PY
 )
   [[ -z $want ]] && return 0
-  echo "dev.sh: pip installing $want into $venv"
-  "$venv/bin/pip" install -q --progress-bar off $want
+  echo "dev.sh: pip installing $want into $dir"
+  "$dir/bin/pip" install -q --progress-bar off $want
+}
+
+ensure_venvs() {
+  ensure_venv "$venv" torch
+  ensure_venv "$venv_older" torch==2.4.1
 }
 
 # configure_and_build [TARGET...]: configures, then builds the named targets (all without any).
@@ -95,12 +105,12 @@ case $verb in
     "$build/bin/collrun" -n 4 "$build/bin/broadcast_perf" -b 8 -e 64M -f 4 -n 10 -w 2 -c 1
     ;;
   build)
-    [[ $install == 1 ]] && install_missing && ensure_venv
+    [[ $install == 1 ]] && install_missing && ensure_venvs
     configure_and_build
     ;;
   test)
-    [[ $install == 1 ]] && install_missing && ensure_venv
-    export COLL_VENV=$venv
+    [[ $install == 1 ]] && install_missing && ensure_venvs
+    export COLL_VENV=$venv COLL_VENV_OLDER=$venv_older
     configure_and_build
     ctest --test-dir "$build" --output-on-failure --timeout 600 -j 2
     ;;

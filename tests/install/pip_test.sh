@@ -7,14 +7,16 @@
 # own distributed suite's CI subset on that torch (tests/torch_suite/ci_subset.txt); a torch
 # other than the one coll.torch was built for is refused naming both versions; and the same
 # wheel's numpy API works in a venv without torch.
-# usage: pip_test.sh SOURCE_DIR
+# usage: pip_test.sh SOURCE_DIR [older]
 # COLL_VENV: the venv tools/dev.sh made (python, the registry's torch, build, scikit-build-core);
+# with `older`, COLL_VENV_OLDER's instead (default /opt/coll-venv-torch2.4: torch 2.4.1);
 # its site-packages is made visible to the fresh venvs through a .pth file, as a site-wide
 # torch would be, rather than unpacking several GB of torch again. COLL_PIP_NO_ISOLATION=1
 # builds without pip's isolated environment (offline; it then needs no download at all).
 set -euo pipefail
 src=$(cd "$1" && pwd)
 venv=${COLL_VENV:-/opt/coll-venv}
+[[ ${2:-} == older ]] && venv=${COLL_VENV_OLDER:-/opt/coll-venv-torch2.4}
 py=$venv/bin/python
 if ! "$py" -c 'import torch, build, scikit_build_core' 2>/dev/null; then
   echo "pip test: $venv lacks torch, build or scikit-build-core (tools/dev.sh makes it): skipping"; exit 77
@@ -53,9 +55,9 @@ OMP_NUM_THREADS=1 COLL_TIMEOUT=60 timeout 300 "$work/venv/bin/python" -m torch.d
 echo "== DDP (and no_sync), ZeroRedundancyOptimizer, FSDP2 fully_shard on 2 ranks against one process"
 port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 OMP_NUM_THREADS=1 COLL_TIMEOUT=60 timeout 300 "$work/venv/bin/python" -m torch.distributed.run --nproc-per-node 2 \
-  --master-addr 127.0.0.1 --master-port "$port" "$src/tests/torch2/training_check.py" 2>&1 | tee "$work/train.txt" |
-  grep "^rank 0:"
-[[ $(grep -c ": ok$" "$work/train.txt") == 8 ]] || { cat "$work/train.txt"; exit 1; }
+  --master-addr 127.0.0.1 --master-port "$port" "$src/tests/torch2/training_check.py" >"$work/train.txt" 2>&1 ||
+  { cat "$work/train.txt"; exit 1; }
+sed 's/rank [0-9]:/\n&/g' "$work/train.txt" | grep "^rank 0: [a-z_ ]*: "  # (ok, or skipped where this torch cannot)
 
 echo "== the backend beyond its ops on 3 ranks: device map, split_group, timeouts, abort, destroy (tests/torch2)"
 port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
