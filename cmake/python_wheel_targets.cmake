@@ -1,6 +1,7 @@
 # What `pip install .` puts in site-packages/coll/ (beside the Python files pyproject.toml lists):
 # libcoll.so.MAJOR, the numpy extension _coll, the torch backend _torch where the environment has
-# torch (cmake/python_wheel.cmake probed it), and _build_info.py, which `python -m coll` prints
+# torch (cmake/python_wheel.cmake probed it), the TensorFlow ops _tensorflow_ops.so where it has
+# TensorFlow (cmake/python_wheel_tensorflow.cmake), and _build_info.py, which `python -m coll` prints
 # and coll.torch checks against the torch it imports. The modules find libcoll beside them.
 set_target_properties(coll_python PROPERTIES INSTALL_RPATH "$ORIGIN")
 # One file, libcoll.so.MAJOR (a wheel stores symbolic links as copies).
@@ -40,6 +41,8 @@ if(COLL_WHEEL_TORCH_found)
   target_link_options(coll_torch PRIVATE -Wl,--as-needed)
   install(TARGETS coll_torch LIBRARY DESTINATION coll)
 endif()
+
+include(${PROJECT_SOURCE_DIR}/cmake/python_wheel_tensorflow.cmake)
 
 configure_file(${PROJECT_SOURCE_DIR}/bindings/python/coll/_build_info.py.in ${PROJECT_BINARY_DIR}/wheel/_build_info.py @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/wheel/_build_info.py DESTINATION coll)

@@ -62,9 +62,11 @@ install_missing() {
 # distributed suite and the pip test run on it), numpy, and what builds coll's pip package.
 # COLL_VENV: the registry's newest torch (default /opt/coll-venv). COLL_VENV_OLDER: an older
 # torch 2.x, 2.4.1, the last built with the old C++ ABI (default /opt/coll-venv-torch2.4); the
-# pip test runs on both. Tests find them through the same variables.
+# pip test runs on both. COLL_VENV_TF: the registry's TensorFlow (tensorflow-cpu; default
+# /opt/coll-venv-tf), for coll.tensorflow's tests. Tests find them through the same variables.
 venv=${COLL_VENV:-/opt/coll-venv}
 venv_older=${COLL_VENV_OLDER:-/opt/coll-venv-torch2.4}
+venv_tf=${COLL_VENV_TF:-/opt/coll-venv-tf}
 pip_packages=(numpy pytest build scikit-build-core pybind11)
 
 # ensure_venv DIR TORCH_REQUIREMENT: makes DIR with torch and pip_packages where missing.
@@ -77,7 +79,7 @@ ensure_venv() {
   local want
   want=$("$dir/bin/python" - "$torch_req" "${pip_packages[@]}" <<'PY'
 import importlib.util, sys
-names = {"scikit-build-core": "scikit_build_core"}
+names = {"scikit-build-core": "scikit_build_core", "tensorflow-cpu": "tensorflow"}
 print(" ".join(p for p in sys.argv[1:] if importlib.util.find_spec(names.get(p, p.split("=")[0])) is None))
 PY
 )
@@ -89,6 +91,7 @@ PY
 ensure_venvs() {
   ensure_venv "$venv" torch
   ensure_venv "$venv_older" torch==2.4.1
+  ensure_venv "$venv_tf" tensorflow-cpu
 }
 
 # configure_and_build [TARGET...]: configures, then builds the named targets (all without any).
@@ -110,7 +113,7 @@ case $verb in
     ;;
   test)
     [[ $install == 1 ]] && install_missing && ensure_venvs
-    export COLL_VENV=$venv COLL_VENV_OLDER=$venv_older
+    export COLL_VENV=$venv COLL_VENV_OLDER=$venv_older COLL_VENV_TF=$venv_tf
     configure_and_build
     ctest --test-dir "$build" --output-on-failure --timeout 600 -j 2
     ;;

@@ -1,4 +1,4 @@
-"""`python -m coll`: this installation of coll, the torch it was built for, and what it found.
+"""`python -m coll`: this installation of coll, the torch and TensorFlow it was built for, and what it found.
 
 Exits non-zero where the installation cannot work as built (coll.torch compiled for another
 torch than the one installed), so that it also serves as a check after `pip install`.
@@ -34,6 +34,18 @@ def main():
         except ImportError as e:
             ok = False
             print(f"coll.torch: {e}")
+    tensorflow = getattr(info, "tensorflow", "")
+    if not tensorflow:
+        print("coll.tensorflow: not built (no TensorFlow in the environment it was installed into)")
+    elif importlib.util.find_spec("tensorflow") is None:
+        print(f"coll.tensorflow: built for TensorFlow {tensorflow}, but TensorFlow is not installed here")
+    else:
+        try:
+            import coll.tensorflow as ctf
+            print(f"coll.tensorflow: ok, ops for TensorFlow {ctf.TENSORFLOW_VERSION}")
+        except ImportError as e:
+            ok = False
+            print(f"coll.tensorflow: {e}")
     return 0 if ok else 1
 
 

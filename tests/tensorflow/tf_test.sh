@@ -1,0 +1,38 @@
+#!/bin/bash
+# coll.tensorflow as a TensorFlow user gets it: this checkout pip-installed (PEP 517,
+# scikit-build-core) into a fresh venv that sees the registry's TensorFlow (COLL_VENV_TF, made by
+# tools/dev.sh; its site-packages made visible through a .pth file), `python -m coll` saying
+# coll.tensorflow is usable, then tests/tensorflow/ops_check.py under collrun at 2 and 3 ranks.
+# usage: tf_test.sh SOURCE_DIR COLLRUN
+# Exits 77 (ctest: skipped) where COLL_VENV_TF has no TensorFlow, saying so.
+set -euo pipefail
+src=$(cd "$1" && pwd) collrun=$2
+venv=${COLL_VENV_TF:-/opt/coll-venv-tf}
+py=$venv/bin/python
+if ! "$py" -c 'import tensorflow, scikit_build_core' 2>/dev/null; then
+  echo "tensorflow test: $venv lacks tensorflow or scikit-build-core (tools/dev.sh makes it): skipping"; exit 77
+fi
+work=$(mktemp -d /tmp/coll-tf.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+site() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+
+echo "== pip install into a fresh venv with the registry's TensorFlow"
+"$py" -m venv "$work/venv"
+site "$py" >"$(site "$work/venv/bin/python")/registry_tf.pth"
+CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 1500 "$work/venv/bin/pip" install --no-build-isolation --no-deps \
+  -Cbuild-dir="$work/build" "$src" >"$work/install.log" 2>&1 || { tail -60 "$work/install.log"; exit 1; }
+grep "coll wheel:" "$work/install.log" || true
+
+cd "$work"  # outside the source tree: everything imports from the venv
+echo "== python -m coll"
+"$work/venv/bin/python" -m coll | tee "$work/info.txt"
+grep -q "coll.tensorflow: ok" "$work/info.txt"
+
+for n in 2 3; do
+  echo "== ops_check.py on $n ranks (collrun)"
+  COLL_TIMEOUT=60 OMP_NUM_THREADS=1 timeout 600 "$collrun" -n "$n" "$work/venv/bin/python" \
+    "$src/tests/tensorflow/ops_check.py" >"$work/ops$n.txt" 2>&1 || { cat "$work/ops$n.txt"; exit 1; }
+  grep "^\[0\] rank 0:" "$work/ops$n.txt"
+  [[ $(grep -c "ops_check: ok" "$work/ops$n.txt") == "$n" ]] || { cat "$work/ops$n.txt"; exit 1; }
+done
+echo "tensorflow test: ok"
