@@ -2,7 +2,8 @@
 # coll.tensorflow as a TensorFlow user gets it: this checkout pip-installed (PEP 517,
 # scikit-build-core) into a fresh venv that sees the registry's TensorFlow (COLL_VENV_TF, made by
 # tools/dev.sh; its site-packages made visible through a .pth file), `python -m coll` saying
-# coll.tensorflow is usable, then tests/tensorflow/ops_check.py under collrun at 2 and 3 ranks.
+# coll.tensorflow is usable, then tests/tensorflow/ops_check.py under collrun at 2 and 3 ranks and
+# tests/tensorflow/keras_check.py (Keras training against one process) at 4.
 # usage: tf_test.sh SOURCE_DIR COLLRUN
 # Exits 77 (ctest: skipped) where COLL_VENV_TF has no TensorFlow, saying so.
 set -euo pipefail
@@ -35,4 +36,9 @@ for n in 2 3; do
   grep "^\[0\] rank 0:" "$work/ops$n.txt"
   [[ $(grep -c "ops_check: ok" "$work/ops$n.txt") == "$n" ]] || { cat "$work/ops$n.txt"; exit 1; }
 done
+echo "== keras_check.py on 4 ranks: model.fit and a custom loop against one process on the global batch"
+COLL_TIMEOUT=120 OMP_NUM_THREADS=1 timeout 900 "$collrun" -n 4 "$work/venv/bin/python" \
+  "$src/tests/tensorflow/keras_check.py" >"$work/keras.txt" 2>&1 || { cat "$work/keras.txt"; exit 1; }
+grep "^\[0\] rank 0:" "$work/keras.txt"
+[[ $(grep -c "keras_check: ok" "$work/keras.txt") == 4 ]] || { cat "$work/keras.txt"; exit 1; }
 echo "tensorflow test: ok"

@@ -1,41 +1,16 @@
-"""coll's collectives as TensorFlow ops (CPU tensors), in eager mode and inside tf.function.
-
-    import tensorflow as tf
-    import coll.tensorflow as ct
-    ct.init()                                   # collrun, torchrun, mpirun, srun: no TF_CONFIG
-    g = ct.allreduce(tf.ones([4]), op="avg")   # every rank's tensor, averaged
-    w = ct.broadcast(w, root=0)
-    rows = ct.allgather(x)                      # along the first dimension; ranks may differ in it
-    part = ct.reduce_scatter(x)                 # rank r keeps block r of the first dimension
-    y = ct.alltoall(x)                          # block p of the first dimension to rank p
-
-Each op is a TensorFlow custom op compiled against the TensorFlow it was installed with
-(coll/_tensorflow_ops.so): asynchronous in TensorFlow's executor (the op returns its thread
-while the collective runs on coll's), for float16, bfloat16, float32, float64, int32 and int64.
-The ops are stateful, so tf.function runs them in program order, the same on every rank.
-Gradients: of an all-reduce, the all-reduce of the gradient (same op); of a broadcast, the
-gradient summed to the root (zero elsewhere); of an all-gather, the reduce-scatter of the
-gradient (sum), each rank's own rows; of a reduce-scatter, the all-gather of the gradient.
+"""The ops of coll.tensorflow (see its package docstring): coll/_tensorflow_ops.so loaded into
+TensorFlow, its C entry points (init, rank, size) through ctypes, the Python wrappers, and the
+ops' gradients:
+of an all-reduce (sum, avg), the all-reduce of the gradient; of a broadcast, the gradient summed
+to the root (zero elsewhere); of an all-gather, each rank's rows of the gradient summed over the
+ranks (a reduce-scatter); of a reduce-scatter (sum, avg), the all-gather of the gradient.
 """
 import ctypes
 import os
 
 import tensorflow as tf
 
-from . import _build_info
-
-TENSORFLOW_VERSION = tf.__version__
-if not _build_info.tensorflow:
-    raise ImportError("coll was built without coll.tensorflow (no TensorFlow was found in the environment it was "
-                      "built for); install tensorflow first, then reinstall coll: pip install --no-build-isolation "
-                      "--force-reinstall --no-deps <coll source or sdist>")
-if _build_info.tensorflow != TENSORFLOW_VERSION:
-    raise ImportError(f"coll.tensorflow was built for TensorFlow {_build_info.tensorflow}, but TensorFlow "
-                      f"{TENSORFLOW_VERSION} is installed: its ops run only with the TensorFlow they were compiled "
-                      "against; rebuild coll against this one: pip install --no-build-isolation --force-reinstall "
-                      "--no-deps <coll source or sdist>")
-
-_LIBRARY = os.path.join(os.path.dirname(__file__), "_tensorflow_ops.so")
+_LIBRARY = os.path.join(os.path.dirname(os.path.dirname(__file__)), "_tensorflow_ops.so")
 _ops = tf.load_op_library(_LIBRARY)
 _c = ctypes.CDLL(_LIBRARY)  # the same library: init, rank and size through its C entry points
 _c.coll_tf_init.argtypes = [ctypes.c_char_p, ctypes.c_int]

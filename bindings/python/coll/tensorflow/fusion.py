@@ -1,0 +1,55 @@
+"""All-reduce of many tensors at once (gradients): laid end to end in buckets, one all-reduce per
+bucket, as coll's trainer and torch's DDP do, so that a model of many small layers costs a few
+collectives, not one per layer.
+
+Buckets are cut in the order the tensors are given, which is the same on every rank (a model's
+variables in their order), never in the order TensorFlow happens to compute them: every rank
+issues the same collectives in the same order, so none waits for a bucket another issues later.
+A bucket holds tensors of one dtype, up to `bucket_bytes` (a tensor larger than that is a
+bucket of its own). `compression` ("fp16" or "bf16") casts floating-point buckets down for the
+wire and back after, halving the bytes sent (not exact: the sum is rounded to that precision).
+"""
+import tensorflow as tf
+
+from . import ops
+
+DEFAULT_BUCKET_BYTES = 25 << 20  # as torch's DDP
+COMPRESSIONS = {None: None, "none": None, "fp16": tf.float16, "bf16": tf.bfloat16}
+
+
+def _buckets(tensors, bucket_bytes):
+    """Lists of indices into `tensors`: consecutive runs of one dtype, each up to bucket_bytes."""
+    out, current, current_bytes, current_dtype = [], [], 0, None
+    for i, t in enumerate(tensors):
+        nbytes = t.shape.num_elements() * t.dtype.size if t.shape.is_fully_defined() else bucket_bytes
+        if current and (t.dtype != current_dtype or current_bytes + nbytes > bucket_bytes):
+            out.append(current)
+            current, current_bytes = [], 0
+        current.append(i)
+        current_bytes += nbytes
+        current_dtype = t.dtype
+    if current:
+        out.append(current)
+    return out
+
+
+def allreduce_many(tensors, op="avg", bucket_bytes=DEFAULT_BUCKET_BYTES, compression=None):
+    """Every tensor of the list all-reduced with `op`, in buckets; None entries stay None and
+    IndexedSlices (an embedding's sparse gradient) are made dense first."""
+    if compression not in COMPRESSIONS:
+        raise ValueError(f"coll.tensorflow: compression {compression!r} is not one of fp16, bf16, none")
+    wire = COMPRESSIONS[compression]
+    result = list(tensors)
+    present = [i for i, t in enumerate(tensors) if t is not None]
+    dense = [tf.convert_to_tensor(tensors[i]) for i in present]
+    for bucket in _buckets(dense, bucket_bytes):
+        parts = [dense[j] for j in bucket]
+        flat = tf.concat([tf.reshape(p, [-1]) for p in parts], axis=0) if len(parts) > 1 else tf.reshape(parts[0], [-1])
+        down = wire is not None and flat.dtype.is_floating and flat.dtype != wire
+        reduced = ops.allreduce(tf.cast(flat, wire) if down else flat, op=op)
+        if down:
+            reduced = tf.cast(reduced, flat.dtype)
+        sizes = [tf.size(p) for p in parts]
+        for j, piece, p in zip(bucket, tf.split(reduced, sizes) if len(parts) > 1 else [reduced], parts):
+            result[present[j]] = tf.reshape(piece, tf.shape(p))
+    return result
