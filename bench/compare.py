@@ -10,6 +10,8 @@ sizes, in the same run, interleaved, several rounds, medians, every result check
   bench/compare.py --netcluster 2 --per-host 2 --algos "ring direct hierarchical" --in-job
                                         coll's forced all-reduce algorithms beside its own pick
   bench/compare.py --netcluster 2 --per-host 2 --ddp --batch 2  torch DDP step, coll beside gloo
+  bench/compare.py --netcluster 2 --per-host 2 --tf --batch 2 --tf-python VENV/bin/python
+                                        Keras step, coll.tensorflow beside MultiWorkerMirroredStrategy
   bench/compare.py --local 2 --systems coll,coll-ucx           coll's ucx transport beside its own
 
 Per scenario it prints one table per collective (size, each system's median busbw, coll's
@@ -26,8 +28,8 @@ output and reduce-scatter's input), busbw = algbw x 2(n-1)/n for all-reduce, x (
 all-gather and reduce-scatter, x 1 for broadcast. Times are out-of-place (broadcast in place),
 mean over ranks; --in-place (one host) measures every system in place instead.
 
---algos and --ddp are modes of their own, in the same scenarios: compare_lib/algos.py and
-compare_lib/ddp.py say what they measure and print.
+--algos, --ddp and --tf are modes of their own, in the same scenarios: compare_lib/algos.py,
+compare_lib/ddp.py and compare_lib/tf_step.py say what they measure and print.
 """
 import argparse
 import os
@@ -36,7 +38,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compare_lib import algos, ddp
+from compare_lib import algos, ddp, tf_step
 from compare_lib.common import *  # noqa: F401,F403
 from compare_lib.report import *  # noqa: F401,F403
 from compare_lib.scenarios import *  # noqa: F401,F403
@@ -71,6 +73,8 @@ def run_scenario(args, spec, out, log):
             return algos.algo_sweep(scn, out, log, parse_bytes)
         if args.ddp:
             return ddp.ddp_steps(scn, out, log)
+        if args.tf:
+            return tf_step.tf_steps(scn, out, log)
         m, systems = measure(scn, args.collectives, args.rounds, log)
         return report(scn, m, systems, args.collectives, out, args.rounds)
     finally:
@@ -127,12 +131,13 @@ def parse_args():
                    help="only print the markdown summary of the CSVs already under --out")
     algos.add_args(p)
     ddp.add_args(p)
+    tf_step.add_args(p)
     args = p.parse_args()
     args.local = [int(n) for n in args.local.split(",")] if args.local else None
-    if args.algos and args.ddp:
-        p.error("--algos and --ddp are separate runs")
+    if sum(map(bool, (args.algos, args.ddp, args.tf))) > 1:
+        p.error("--algos, --ddp and --tf are separate runs")
     if args.timeout is None:
-        args.timeout = 1800 if args.algos or args.ddp else 300
+        args.timeout = 1800 if args.algos or args.ddp or args.tf else 300
     args.collectives = [c for c in args.collectives.split(",") if c]
     args.systems = [s for s in args.systems.split(",") if s]
     unknown = set(args.collectives) - set(COLLECTIVES)

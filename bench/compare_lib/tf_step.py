@@ -1,0 +1,82 @@
+"""compare.py --tf: a Keras training step (bench/tf_step.py: MNIST-DNN's shape, 17.1 M
+parameters at --tf-width 4096) under coll.tensorflow beside TensorFlow's
+MultiWorkerMirroredStrategy (its ring all-reduce over gRPC, TF_CONFIG made per rank): the same
+model, global batch and custom loop, the same ranks, interleaved rounds, medians. On netcluster
+the table adds the step's bound: the forward pass plus the gradients' all-reduce at the link
+rate, 2(H-1)/H of the gradient bytes each way on every host's link (H hosts), which no
+algorithm can beat (docs/perf/ddp defines it so)."""
+import re
+import statistics
+
+from .common import ROOT
+
+SYSTEMS = ["coll", "mwms"]
+
+
+def add_args(p):
+    g = p.add_argument_group("--tf: Keras step time, coll.tensorflow beside MultiWorkerMirroredStrategy")
+    g.add_argument("--tf", action="store_true", help="the Keras step (--local N or --netcluster H --per-host R)")
+    g.add_argument("--tf-python", metavar="PY", help="a venv's python with TensorFlow and coll pip-installed")
+    g.add_argument("--tf-width", type=int, default=4096, help="hidden layer width")
+
+
+def field(text, key):
+    m = re.search(rf"\b{key} ([0-9.]+)", text)
+    return float(m[1]) if m else None
+
+
+def rate_bytes(rate):
+    """'1gbit' -> bytes per second (tc's units)."""
+    m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", rate or "")
+    return float(m[1]) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m[2]] / 8 if m else None
+
+
+def tf_steps(scn, out, log):
+    args = scn.args
+    if not args.tf_python:
+        raise OSError("--tf needs --tf-python: a venv's python with TensorFlow and coll pip-installed")
+    got = {(s, k): [] for s in SYSTEMS for k in ("step_ms", "forward_ms", "params")}
+    errors = []
+    hosts = getattr(scn, "hosts", 1)
+    addr = (lambda r: scn.addr(r // scn.per_host)) if hosts > 1 or hasattr(scn, "cluster") else (lambda r: "127.0.0.1")
+    for rnd in range(args.rounds):
+        for system in SYSTEMS[rnd % 2:] + SYSTEMS[:rnd % 2]:
+            cmd = [args.tf_python, str(ROOT / "bench/tf_step.py"), "--mode", system, "--batch", str(args.batch),
+                   "--width", str(args.tf_width), "--steps", str(args.steps), "--warmup", "2"]
+            if system == "mwms":
+                base = scn.next_port() + 100
+                scn.port += scn.n
+                cmd += ["--workers", ",".join(f"{addr(r)}:{base + r}" for r in range(scn.n))]
+            rc, text = scn.launch_ranks(cmd, args.timeout, {"OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+            if rc != 0 or field(text, "step_ms") is None:
+                errors.append(f"round {rnd + 1} {system}: exit {rc}\n" + "\n".join(text.splitlines()[-10:]))
+            else:
+                for k in ("step_ms", "forward_ms", "params"):
+                    got[(system, k)].append(field(text, k))
+            log(f"[{scn.name}] round {rnd + 1} tf {system}: " + ("ok" if rc == 0 else f"exit {rc}"))
+    med = {k: statistics.median(v) if v else None for k, v in got.items()}
+    cell = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
+    c, m = med[("coll", "step_ms")], med[("mwms", "step_ms")]
+    lines = [f"# Keras step, {scn.title}, width {args.tf_width}, batch {args.batch} per rank, {args.rounds} rounds, "
+             "medians",
+             f"{'measure':<44} {'coll':>10} {'mwms':>10} {'coll/mwms':>9}",
+             f"{'step (ms)':<44} {cell(c):>10} {cell(m):>10} {(f'{c / m:.3f}' if c and m else '-'):>9}",
+             f"{'  of it the forward pass (ms)':<44} {cell(med[('coll', 'forward_ms')]):>10} "
+             f"{cell(med[('mwms', 'forward_ms')]):>10}"]
+    link = rate_bytes(getattr(scn, "rate", None))
+    params = med[("coll", "params")] or med[("mwms", "params")]
+    if link and params and hosts > 1 and c:
+        wire_ms = 2 * (hosts - 1) / hosts * params * 4 / link * 1e3
+        bound = min(x for x in (med[("coll", "forward_ms")], med[("mwms", "forward_ms")]) if x) + wire_ms
+        lines.append(f"{'bound: forward + all-reduce at the link rate (ms)':<44} {bound:>10.1f}   "
+                     f"(all-reduce {wire_ms:.1f})")
+        lines.append(f"{'step / bound':<44} {c / bound:>10.3f} {(m / bound if m else 0):>10.3f}")
+    for (system, key), v in sorted(got.items()):
+        if key != "params":
+            lines.append(f"# {key} {system}, each round: " + " ".join(cell(x) for x in v))
+    lines += ["# error: " + e.splitlines()[0] for e in errors]
+    text = "\n".join(lines) + "\n"
+    (out / f"{scn.name}_tf.txt").write_text(text)
+    if errors:
+        (out / f"{scn.name}_tf.errors.txt").write_text("\n\n".join(errors) + "\n")
+    return text

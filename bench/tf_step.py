@@ -1,0 +1,128 @@
+"""A Keras training step, data-parallel, under coll.tensorflow or TensorFlow's own
+MultiWorkerMirroredStrategy (its ring all-reduce over gRPC): the step time a TensorFlow user
+sees, and the forward pass, for the step's bound.
+
+    RANK=r WORLD_SIZE=n MASTER_ADDR=h MASTER_PORT=p python bench/tf_step.py --mode coll
+    ... --mode mwms --workers h0:p0,h1:p1,...    (TF_CONFIG is made from these and RANK)
+
+The model is MNIST-DNN's shape (64 inputs, two hidden layers of --width, 10 classes; 4096:
+17.1 M parameters, 68 MB of float32 gradients), so that at a small batch the step is bound by
+the all-reduce. Both modes train on the same global batch (--batch per rank),
+SGD, the same data, the same custom loop (a tf.function step; model.fit fails under
+MultiWorkerMirroredStrategy in Keras 3.15); rank 0 prints "step_ms X forward_ms Y params Z" (medians of --steps steps
+after --warmup).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mode", choices=["coll", "mwms"], required=True)
+    p.add_argument("--workers", help="mwms: host:port of every rank, in rank order")
+    p.add_argument("--batch", type=int, default=2, help="examples per rank per step")
+    p.add_argument("--width", type=int, default=4096)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=2)
+    return p.parse_args()
+
+
+def build(width):
+    import keras
+    keras.utils.set_random_seed(0)
+    return keras.Sequential([keras.Input((64,)), keras.layers.Dense(width, activation="relu"),
+                             keras.layers.Dense(width, activation="relu"), keras.layers.Dense(10)])
+
+
+def data(rank, n, batch, steps):
+    """Every rank's examples of each global batch (rank r: examples r, r+n, ... of it)."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x = rng.random((steps * batch * n, 64), dtype=np.float32)
+    y = rng.integers(0, 10, steps * batch * n).astype(np.int32)
+    return x, y
+
+
+def forward_ms(model, x):
+    import tensorflow as tf
+    f = tf.function(lambda t: model(t, training=True))
+    f(x)
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        f(x).numpy()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    args = parse()
+    rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    if args.mode == "mwms":
+        workers = args.workers.split(",")
+        os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": rank}})
+    import keras
+    import tensorflow as tf
+    steps = args.warmup + args.steps + 1
+    x, y = data(rank, n, args.batch, steps)
+    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+    global_batch = args.batch * n
+    if args.mode == "coll":
+        import coll.tensorflow as ct
+        ct.init()
+        model = build(args.width)
+        opt = ct.DistributedOptimizer(keras.optimizers.SGD(0.01))  # gradients averaged over the ranks
+
+        @tf.function
+        def train_step(xb, yb):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(per_example(yb, model(xb, training=True)))
+            opt.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+            return loss
+        mine = x.reshape(steps, n, args.batch, 64)[:, rank]
+        labels = y.reshape(steps, n, args.batch)[:, rank]
+        batches = [(mine[k], labels[k]) for k in range(steps)]
+        run = lambda b: train_step(*b)  # noqa: E731
+    else:
+        comm = tf.distribute.experimental.CommunicationOptions(
+            implementation=tf.distribute.experimental.CommunicationImplementation.RING)
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=comm)
+        with strategy.scope():
+            model = build(args.width)
+            opt = keras.optimizers.SGD(0.01)  # under the strategy Keras sums the gradients over replicas
+
+        @tf.function
+        def train_step(batch):
+            def replica_step(xb, yb):
+                with tf.GradientTape() as tape:
+                    loss = tf.nn.compute_average_loss(per_example(yb, model(xb, training=True)),
+                                                      global_batch_size=global_batch)
+                opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+                return loss
+            losses = strategy.run(replica_step, args=batch)
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch)
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+        batches = list(strategy.experimental_distribute_dataset(ds.with_options(options)))
+        run = train_step
+    times = []
+    for b in batches:
+        t0 = time.perf_counter()
+        run(b).numpy()
+        times.append((time.perf_counter() - t0) * 1e3)
+    step = statistics.median(times[args.warmup:])
+    fwd = forward_ms(model, x[:args.batch])
+    if rank == 0:
+        print(f"mode {args.mode} ranks {n} batch {args.batch} step_ms {step:.1f} forward_ms {fwd:.1f} "
+              f"params {model.count_params()}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
