@@ -5,7 +5,8 @@
 Every op, dtype (float16, bfloat16, float32, float64, int32, int64) and reduction, in eager mode
 and inside tf.function, at odd sizes; all-gather with ranks that differ in the first dimension;
 special values (inf, nan, -0.0) through min/max/sum; bad input refused before anything is sent;
-gradients against finite differences of the global loss. Each rank computes every rank's input
+gradients against finite differences of the global loss; shapes that differ across ranks failing
+on every rank with coll's mismatch error. Each rank computes every rank's input
 itself (a function of the rank), so the reference needs no communication. Prints
 "rank R: SECTION: ok" per section and "rank R: ops_check: ok" at the end.
 """
@@ -133,10 +134,22 @@ def gradients(r, n):
             raise AssertionError(f"gradient of {name}: largest difference {np.abs(theoretical - numeric).max()}")
 
 
+def mismatch(r, n):
+    """Shapes that differ across ranks fail on every rank, naming both counts (last: it breaks
+    the communicator, as any failed collective does)."""
+    try:
+        ct.allreduce(tf.ones([4 + (r == 0)]))
+    except tf.errors.OpError as e:
+        msg = str(e)
+        assert "mismatch" in msg and "5 x f32" in msg and "4 x f32" in msg, msg
+        return
+    raise AssertionError("an all-reduce of 5 elements against 4 did not fail")
+
+
 def main():
     ct.init()
     r, n = ct.rank(), ct.size()
-    for section in (reductions, data_movement, special_values, bad_input, gradients):
+    for section in (reductions, data_movement, special_values, bad_input, gradients, mismatch):
         try:
             section(r, n)
         except Exception as e:
