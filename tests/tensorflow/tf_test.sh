@@ -36,6 +36,21 @@ for n in 2 3; do
   grep "^\[0\] rank 0:" "$work/ops$n.txt"
   [[ $(grep -c "ops_check: ok" "$work/ops$n.txt") == "$n" ]] || { cat "$work/ops$n.txt"; exit 1; }
 done
+echo "== launch_check.py on 2 ranks under Open MPI, MPICH and a torchrun-style environment"
+launch() {  # name, then the command; every rank must say "launch ok"
+  local name=$1; shift
+  timeout 300 "$@" >"$work/launch-$name.txt" 2>&1 || { cat "$work/launch-$name.txt"; exit 1; }
+  [[ $(grep -c "launch ok" "$work/launch-$name.txt") == 2 ]] || { cat "$work/launch-$name.txt"; exit 1; }
+  echo "$name: ok"
+}
+check=$src/tests/tensorflow/launch_check.py
+command -v mpirun.openmpi >/dev/null &&
+  launch openmpi mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 "$work/venv/bin/python" "$check"
+command -v mpirun.mpich >/dev/null && launch mpich mpirun.mpich -n 2 "$work/venv/bin/python" "$check"
+port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+launch env bash -c "for r in 0 1; do RANK=\$r WORLD_SIZE=2 LOCAL_RANK=\$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+  '$work/venv/bin/python' '$check' & done; wait"
+
 echo "== keras_check.py on 4 ranks: model.fit and a custom loop against one process on the global batch"
 COLL_TIMEOUT=120 OMP_NUM_THREADS=1 timeout 900 "$collrun" -n 4 "$work/venv/bin/python" \
   "$src/tests/tensorflow/keras_check.py" >"$work/keras.txt" 2>&1 || { cat "$work/keras.txt"; exit 1; }
