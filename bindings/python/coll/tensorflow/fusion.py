@@ -39,6 +39,8 @@ def allreduce_many(tensors, op="avg", bucket_bytes=DEFAULT_BUCKET_BYTES, compres
     if compression not in COMPRESSIONS:
         raise ValueError(f"coll.tensorflow: compression {compression!r} is not one of fp16, bf16, none")
     wire = COMPRESSIONS[compression]
+    if ops.size() == 1:  # one rank: each gradient is already its own average, nothing to copy
+        return [None if t is None else tf.convert_to_tensor(t) for t in tensors]
     result = list(tensors)
     present = [i for i, t in enumerate(tensors) if t is not None]
     dense = [tf.convert_to_tensor(tensors[i]) for i in present]
