@@ -3,20 +3,7 @@
 # -std=c++17) into coll/_tensorflow_ops.so, which tf.load_op_library loads. Where the
 # environment has no TensorFlow, or one whose C++ ABI is not libcoll's (a torch built with the
 # old ABI decided libcoll's), the wheel has no coll.tensorflow and the configure log says why.
-execute_process(COMMAND ${Python_EXECUTABLE} -I ${PROJECT_SOURCE_DIR}/bindings/python/tensorflow_build_flags.py
-                OUTPUT_VARIABLE _coll_tf_flags ERROR_VARIABLE _coll_tf_err RESULT_VARIABLE _coll_tf_rc)
-set(COLL_WHEEL_TF_found 0)
-string(REPLACE "\n" ";" _coll_tf_lines "${_coll_tf_flags}")
-foreach(_line IN LISTS _coll_tf_lines)
-  if(_line MATCHES "^([a-z_]+)=(.*)$")
-    string(REPLACE "|" ";" _value "${CMAKE_MATCH_2}")
-    set(COLL_WHEEL_TF_${CMAKE_MATCH_1} "${_value}")
-  endif()
-endforeach()
-if(NOT _coll_tf_rc EQUAL 0)
-  set(COLL_WHEEL_TF_found 0)
-  set(COLL_WHEEL_TF_why "probing tensorflow failed: ${_coll_tf_err}")
-endif()
+coll_wheel_probe(tensorflow_build_flags.py COLL_WHEEL_TF)  # cmake/python_wheel.cmake
 set(_libcoll_abi 1)
 if(COLL_WHEEL_TORCH_found AND COLL_WHEEL_TORCH_cxx11_abi STREQUAL "0")
   set(_libcoll_abi 0)
