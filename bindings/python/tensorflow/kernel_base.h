@@ -106,7 +106,42 @@ class CollKernel : public tf::AsyncOpKernel {
   // The output's buffer (TensorFlow hands it as const bytes; the kernel owns it).
   static void* bytesOf(tf::Tensor* t) { return const_cast<char*>(t->tensor_data().data()); }
 
+  // Output 0 of `shape`, for use inside run()'s issue function: a failure to allocate throws,
+  // and run() makes it the op's status before anything is sent.
+  static tf::Tensor* allocateOutput(tf::OpKernelContext* ctx, const tf::TensorShape& shape) {
+    tf::Tensor* out = nullptr;
+    auto st = ctx->allocate_output(0, shape, &out);
+    if (!st.ok()) throw coll::Error(coll::ErrorCode::InvalidArgument, std::string(st.message()));
+    return out;
+  }
+
+  // Allocates an output shaped as the input, then issues fn(comm, input bytes, output bytes,
+  // elements, dtype) through run().
+  void runSameShape(tf::OpKernelContext* ctx, DoneCallback done,
+                    const std::function<coll::Work(coll::Communicator&, const void*, void*, size_t, coll::DataType)>& fn) {
+    coll::DataType type;
+    if (!checkInput(ctx, done, &type)) return;
+    const tf::Tensor& in = ctx->input(0);
+    run(ctx, done, [&](coll::Communicator& c) {
+      tf::Tensor* out = allocateOutput(ctx, in.shape());
+      return fn(c, in.tensor_data().data(), bytesOf(out), static_cast<size_t>(in.NumElements()), type);
+    });
+  }
+
   std::string name_;
+};
+
+// A kernel of an op with the reduce_op attribute (all-reduce, reduce-scatter).
+class ReducingKernel : public CollKernel {
+ public:
+  explicit ReducingKernel(tf::OpKernelConstruction* c) : CollKernel(c) {
+    std::string op;
+    OP_REQUIRES_OK(c, c->GetAttr("reduce_op", &op));
+    op_ = reduceOpOf(op);
+  }
+
+ protected:
+  coll::ReduceOp op_ = coll::ReduceOp::sum;
 };
 
 }  // namespace coll::tensorflow_ops

@@ -5,43 +5,23 @@
 namespace coll::tensorflow_ops {
 namespace {
 
-class AllreduceKernel : public CollKernel {
+class AllreduceKernel : public ReducingKernel {
  public:
-  explicit AllreduceKernel(tf::OpKernelConstruction* c) : CollKernel(c) {
-    std::string op;
-    OP_REQUIRES_OK(c, c->GetAttr("reduce_op", &op));
-    op_ = reduceOpOf(op);
-  }
+  using ReducingKernel::ReducingKernel;
   void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
-    coll::DataType type;
-    if (!checkInput(ctx, done, &type)) return;
-    const tf::Tensor& in = ctx->input(0);
-    tf::Tensor* out = nullptr;
-    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, in.shape(), &out), done);
-    const void* src = in.tensor_data().data();
-    void* dst = bytesOf(out);
-    const size_t n = static_cast<size_t>(in.NumElements());
-    run(ctx, done, [=](coll::Communicator& c) { return c.allreduce(src, dst, n, type, op_); });
+    const coll::ReduceOp op = op_;
+    runSameShape(ctx, std::move(done), [op](coll::Communicator& c, const void* src, void* dst, size_t n,
+                                            coll::DataType type) { return c.allreduce(src, dst, n, type, op); });
   }
-
- private:
-  coll::ReduceOp op_;
 };
 
 class BroadcastKernel : public CollKernel {
  public:
   explicit BroadcastKernel(tf::OpKernelConstruction* c) : CollKernel(c) { OP_REQUIRES_OK(c, c->GetAttr("root", &root_)); }
   void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
-    coll::DataType type;
-    if (!checkInput(ctx, done, &type)) return;
-    const tf::Tensor& in = ctx->input(0);
-    tf::Tensor* out = nullptr;
-    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, in.shape(), &out), done);
-    const void* src = in.tensor_data().data();
-    void* dst = bytesOf(out);
-    const size_t n = static_cast<size_t>(in.NumElements());
     const int root = root_;
-    run(ctx, done, [=](coll::Communicator& c) { return c.broadcast(src, dst, n, type, root); });
+    runSameShape(ctx, std::move(done), [root](coll::Communicator& c, const void* src, void* dst, size_t n,
+                                              coll::DataType type) { return c.broadcast(src, dst, n, type, root); });
   }
 
  private:

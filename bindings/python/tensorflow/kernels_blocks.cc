@@ -56,11 +56,10 @@ class AllgatherKernel : public CollKernel {
           c.allgather(&mine, rows->data(), 1, coll::DataType::i64).wait();
           int64_t total = 0, most = 0;
           for (int64_t r : *rows) total += r, most = std::max(most, r);
-          auto st = ctx->allocate_output(0, withRows(in.shape(), total), out.get());
-          if (!st.ok()) throw invalid(std::string(st.message()));
+          *out = allocateOutput(ctx, withRows(in.shape(), total));
           if (most * c.size() == total)  // every rank alike
             return c.allgather(in.tensor_data().data(), bytesOf(*out), static_cast<size_t>(mine * row), type);
-          st = ctx->allocate_temp(in.dtype(), withRows(in.shape(), most), &pad->send);
+          auto st = ctx->allocate_temp(in.dtype(), withRows(in.shape(), most), &pad->send);
           if (st.ok()) st = ctx->allocate_temp(in.dtype(), withRows(in.shape(), most * c.size()), &pad->gathered);
           if (!st.ok()) throw invalid(std::string(st.message()));
           pad->used = true;
@@ -85,47 +84,33 @@ class AllgatherKernel : public CollKernel {
 size_t blockElements(const tf::Tensor& in, int size) {
   if (in.dims() < 1 || in.dim_size(0) % size != 0)
     throw invalid("the first dimension (" + std::string(in.dims() < 1 ? "none: a scalar" : std::to_string(in.dim_size(0))) +
-                          ") must split into one block per rank (" + std::to_string(size) + " ranks)");
+                  ") must split into one block per rank (" + std::to_string(size) + " ranks)");
   return static_cast<size_t>(in.NumElements() / size);
 }
 
-class ReduceScatterKernel : public CollKernel {
+class ReduceScatterKernel : public ReducingKernel {
  public:
-  explicit ReduceScatterKernel(tf::OpKernelConstruction* c) : CollKernel(c) {
-    std::string op;
-    OP_REQUIRES_OK(c, c->GetAttr("reduce_op", &op));
-    op_ = reduceOpOf(op);
-  }
+  using ReducingKernel::ReducingKernel;
   void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
     coll::DataType type;
     if (!checkInput(ctx, done, &type)) return;
     const tf::Tensor& in = ctx->input(0);
     run(ctx, done, [&](coll::Communicator& c) {
       const size_t block = blockElements(in, c.size());
-      tf::Tensor* out = nullptr;
-      auto st = ctx->allocate_output(0, withRows(in.shape(), in.dim_size(0) / c.size()), &out);
-      if (!st.ok()) throw invalid(std::string(st.message()));
+      tf::Tensor* out = allocateOutput(ctx, withRows(in.shape(), in.dim_size(0) / c.size()));
       return c.reduceScatter(in.tensor_data().data(), bytesOf(out), block, type, op_);
     });
   }
-
- private:
-  coll::ReduceOp op_;
 };
 
 class AlltoallKernel : public CollKernel {
  public:
   using CollKernel::CollKernel;
   void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
-    coll::DataType type;
-    if (!checkInput(ctx, done, &type)) return;
     const tf::Tensor& in = ctx->input(0);
-    run(ctx, done, [&](coll::Communicator& c) {
-      const size_t block = blockElements(in, c.size());
-      tf::Tensor* out = nullptr;
-      auto st = ctx->allocate_output(0, in.shape(), &out);
-      if (!st.ok()) throw invalid(std::string(st.message()));
-      return c.alltoall(in.tensor_data().data(), bytesOf(out), block, type);
+    runSameShape(ctx, std::move(done), [&in](coll::Communicator& c, const void* src, void* dst, size_t,
+                                             coll::DataType type) {
+      return c.alltoall(src, dst, blockElements(in, c.size()), type);
     });
   }
 };
