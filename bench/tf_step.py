@@ -40,8 +40,8 @@ def build(width):
                              keras.layers.Dense(width, activation="relu"), keras.layers.Dense(10)])
 
 
-def data(rank, n, batch, steps):
-    """Every rank's examples of each global batch (rank r: examples r, r+n, ... of it)."""
+def data(n, batch, steps):
+    """The global batches, the same on every rank (each then takes its share)."""
     import numpy as np
     rng = np.random.default_rng(0)
     x = rng.random((steps * batch * n, 64), dtype=np.float32)
@@ -70,7 +70,7 @@ def main():
     import keras
     import tensorflow as tf
     steps = args.warmup + args.steps + 1
-    x, y = data(rank, n, args.batch, steps)
+    x, y = data(n, args.batch, steps)
     per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
     global_batch = args.batch * n
     if args.mode == "coll":

@@ -1,6 +1,7 @@
 """What every part of bench/compare.py (and bench/scripts/, which use its launching) shares:
 paths, systems, collectives, sizes."""
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -74,3 +75,20 @@ def torch_version(torch_python):
     r = subprocess.run([torch_python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True,
                        timeout=120)
     return r.stdout.strip() or "?"
+
+
+def number_after(text, key):
+    """The number after `key ` in a rank's output ("step_ms 1220.1"), or None."""
+    m = re.search(rf"\b{key} ([0-9.]+)", text)
+    return float(m[1]) if m else None
+
+
+def write_mode_table(out, name, lines, errors):
+    """A mode's table (--ddp, --tf) to OUT/NAME.txt with its errors' first lines, and each
+    error whole to OUT/NAME.errors.txt; returns the table."""
+    lines = lines + ["# error: " + e.splitlines()[0] for e in errors]
+    text = "\n".join(lines) + "\n"
+    (out / f"{name}.txt").write_text(text)
+    if errors:
+        (out / f"{name}.errors.txt").write_text("\n\n".join(errors) + "\n")
+    return text

@@ -5,10 +5,9 @@ what a training job's are; --batch 2 makes the step bound by them.
 
 OMP_NUM_THREADS=1: the ranks share this machine's cores, and torch's own thread pool per rank
 would oversubscribe them further, whichever backend."""
-import re
 import statistics
 
-from .common import ROOT, torch_env, torch_has_coll, torch_version
+from .common import ROOT, number_after, torch_env, torch_has_coll, torch_version, write_mode_table
 
 BACKENDS = ["coll", "gloo"]
 
@@ -20,10 +19,6 @@ def add_args(p):
     g.add_argument("--batch", type=int, default=32, help="per rank (2: the step bound by communication)")
     g.add_argument("--steps", type=int, default=5, help="timed steps per launch, after 2 untimed")
 
-
-def field(text, key):
-    m = re.search(rf"\b{key} ([0-9.]+)", text)
-    return float(m[1]) if m else None
 
 
 def ddp_steps(scn, out, log):
@@ -42,7 +37,7 @@ def ddp_steps(scn, out, log):
                    "--steps", str(args.steps), "--warmup", "2", "--batch", str(args.batch)]
             env = {**torch_env(py, scn.build, backend), "OMP_NUM_THREADS": "1"}
             rc, text = scn.launch_ranks(cmd, args.timeout, env)
-            step, fwd = field(text, "step_ms"), field(text, "forward_ms")
+            step, fwd = number_after(text, "step_ms"), number_after(text, "forward_ms")
             if rc != 0 or step is None:
                 errors.append(f"round {rnd + 1} {backend}: exit {rc}\n" + "\n".join(text.splitlines()[-10:]))
             else:
@@ -60,9 +55,4 @@ def ddp_steps(scn, out, log):
         lines.append(f"{what:<40} {cell(c):>10} {cell(g):>10} {ratio(c, g):>9}")
     for (backend, key), v in sorted(got.items()):
         lines.append(f"# {key} {backend}, each round: " + " ".join(cell(x) for x in v))
-    lines += ["# error: " + e.splitlines()[0] for e in errors]
-    text = "\n".join(lines) + "\n"
-    (out / f"{scn.name}_ddp.txt").write_text(text)
-    if errors:
-        (out / f"{scn.name}_ddp.errors.txt").write_text("\n\n".join(errors) + "\n")
-    return text
+    return write_mode_table(out, f"{scn.name}_ddp", lines, errors)

@@ -8,7 +8,7 @@ algorithm can beat (docs/perf/ddp defines it so)."""
 import re
 import statistics
 
-from .common import ROOT
+from .common import ROOT, number_after, write_mode_table
 
 SYSTEMS = ["coll", "mwms"]
 
@@ -19,10 +19,6 @@ def add_args(p):
     g.add_argument("--tf-python", metavar="PY", help="a venv's python with TensorFlow and coll pip-installed")
     g.add_argument("--tf-width", type=int, default=4096, help="hidden layer width")
 
-
-def field(text, key):
-    m = re.search(rf"\b{key} ([0-9.]+)", text)
-    return float(m[1]) if m else None
 
 
 def rate_bytes(rate):
@@ -48,11 +44,11 @@ def tf_steps(scn, out, log):
                 scn.port += scn.n
                 cmd += ["--workers", ",".join(f"{addr(r)}:{base + r}" for r in range(scn.n))]
             rc, text = scn.launch_ranks(cmd, args.timeout, {"OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
-            if rc != 0 or field(text, "step_ms") is None:
+            if rc != 0 or number_after(text, "step_ms") is None:
                 errors.append(f"round {rnd + 1} {system}: exit {rc}\n" + "\n".join(text.splitlines()[-10:]))
             else:
                 for k in ("step_ms", "forward_ms", "params"):
-                    got[(system, k)].append(field(text, k))
+                    got[(system, k)].append(number_after(text, k))
             log(f"[{scn.name}] round {rnd + 1} tf {system}: " + ("ok" if rc == 0 else f"exit {rc}"))
     med = {k: statistics.median(v) if v else None for k, v in got.items()}
     cell = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
@@ -74,9 +70,4 @@ def tf_steps(scn, out, log):
     for (system, key), v in sorted(got.items()):
         if key != "params":
             lines.append(f"# {key} {system}, each round: " + " ".join(cell(x) for x in v))
-    lines += ["# error: " + e.splitlines()[0] for e in errors]
-    text = "\n".join(lines) + "\n"
-    (out / f"{scn.name}_tf.txt").write_text(text)
-    if errors:
-        (out / f"{scn.name}_tf.errors.txt").write_text("\n\n".join(errors) + "\n")
-    return text
+    return write_mode_table(out, f"{scn.name}_tf", lines, errors)

@@ -37,20 +37,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupColl::split(const c10::intrusive_p
                                                profiling_name_);
 }
 
-void ProcessGroupColl::shutdown() {
-  std::unique_ptr<Completer> completer;
-  std::unique_ptr<Communicator> comm;
-  {
-    std::lock_guard<std::mutex> lock(issue_mu_);
-    completer.swap(completer_);
-    comm.swap(comm_);
-  }
-  // As in the destructor: the Completer may drop a tensor's last reference, which takes the GIL.
-  std::optional<pybind11::gil_scoped_release> unlocked;
-  if (Py_IsInitialized() && PyGILState_Check()) unlocked.emplace();
-  completer.reset();  // every op issued finishes, or fails at its deadline
-  comm.reset();
-}
+void ProcessGroupColl::shutdown() { close(); }
 
 void ProcessGroupColl::abort() {
   std::lock_guard<std::mutex> lock(issue_mu_);

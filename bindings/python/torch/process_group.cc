@@ -67,13 +67,22 @@ ProcessGroupColl::ProcessGroupColl(const c10::intrusive_ptr<c10d::Store>& store,
   init();
 }
 
-ProcessGroupColl::~ProcessGroupColl() {
+ProcessGroupColl::~ProcessGroupColl() { close(); }
+
+void ProcessGroupColl::close() {
+  std::unique_ptr<Completer> completer;
+  std::unique_ptr<Communicator> comm;
+  {
+    std::lock_guard<std::mutex> lock(issue_mu_);
+    completer.swap(completer_);
+    comm.swap(comm_);
+  }
   // The Completer may be dropping the last reference to a tensor Python owns, which takes the
   // GIL: joining it while this thread holds the GIL would deadlock.
   std::optional<pybind11::gil_scoped_release> unlocked;
   if (Py_IsInitialized() && PyGILState_Check()) unlocked.emplace();
-  completer_.reset();  // every pending Work finishes (or fails at its deadline) first
-  comm_.reset();
+  completer.reset();  // every pending Work finishes (or fails at its deadline) first
+  comm.reset();
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupColl::submit(c10d::OpType type, const Placement& where,

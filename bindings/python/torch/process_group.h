@@ -147,6 +147,9 @@ class ProcessGroupColl : public BackendBase {
                                         const Issue& issue, bool point_to_point = false,
                                         std::vector<at::Tensor> inputs = {});
   c10::intrusive_ptr<c10d::Work> receive(std::vector<at::Tensor>& tensors, int src, int tag);
+  // Waits for the ops issued (each bounded by its deadline), then disconnects; comm_ and
+  // completer_ are null afterwards (shutdown() and the destructor).
+  void close();
   // The communicator for an op named `op`; TORCH_CHECK fails once the group was shut down.
   // Called with issue_mu_ held.
   Communicator& live(const char* op);

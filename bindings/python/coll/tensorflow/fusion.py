@@ -46,12 +46,11 @@ def allreduce_many(tensors, op="avg", bucket_bytes=DEFAULT_BUCKET_BYTES, compres
     dense = [tf.convert_to_tensor(tensors[i]) for i in present]
     for bucket in _buckets(dense, bucket_bytes):
         parts = [dense[j] for j in bucket]
-        flat = tf.concat([tf.reshape(p, [-1]) for p in parts], axis=0) if len(parts) > 1 else tf.reshape(parts[0], [-1])
+        flat = tf.concat([tf.reshape(p, [-1]) for p in parts], axis=0)  # one part: no copy
         down = wire is not None and flat.dtype.is_floating and flat.dtype != wire
         reduced = ops.allreduce(tf.cast(flat, wire) if down else flat, op=op)
         if down:
             reduced = tf.cast(reduced, flat.dtype)
-        sizes = [tf.size(p) for p in parts]
-        for j, piece, p in zip(bucket, tf.split(reduced, sizes) if len(parts) > 1 else [reduced], parts):
+        for j, piece, p in zip(bucket, tf.split(reduced, [tf.size(p) for p in parts]), parts):
             result[present[j]] = tf.reshape(piece, tf.shape(p))
     return result
