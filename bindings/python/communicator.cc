@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include <pybind11/stl.h>
+
 #include "bindings.h"
 
 namespace coll::python {
@@ -330,6 +332,43 @@ void bindCommunicator(py::module_& m) {
            }, "color"_a, "key"_a = py::none(),
            "As MPI_Comm_split: ranks with the same color (>= 0) form a new Communicator, ranked by key\n"
            "(default: this rank) then rank; color -1 (coll.SPLIT_NOCOLOR) joins none and gets None.")
+      .def("shrink", [](PyCommunicator& c, py::object excluded) -> py::object {
+             Communicator& comm = c.get();
+             std::unique_ptr<Communicator> survivors;
+             std::vector<int> listed;
+             if (!excluded.is_none()) listed = excluded.cast<std::vector<int>>();
+             {
+               py::gil_scoped_release release;
+               survivors = excluded.is_none() ? comm.shrink() : comm.shrink(listed);
+             }
+             return py::cast(std::make_unique<PyCommunicator>(std::move(survivors)));
+           }, "excluded"_a = py::none(),
+           "After a failure, a Communicator of the survivors. Without `excluded` (as MPIX_Comm_shrink) the\n"
+           "survivors revoke this one and agree on who is alive; a rank that comes too late raises PeerLostError.\n"
+           "With a list (as ncclCommShrink) every survivor names the same ranks.")
+      .def("failed_ranks", [](PyCommunicator& c) {
+             Communicator& comm = c.get();
+             py::gil_scoped_release release;
+             return comm.failedRanks();
+           },
+           "The ranks known failed, sorted: the store saw their process end, or they did not answer after an op failed.")
+      .def("agree", [](PyCommunicator& c, uint64_t value) {
+             Communicator& comm = c.get();
+             AgreeResult result;
+             {
+               py::gil_scoped_release release;
+               result = comm.agree(value);
+             }
+             return py::make_tuple(result.value, result.failed_ranks);
+           }, "value"_a = ~uint64_t{0},
+           "As MPIX_Comm_agree: (the AND of the survivors' values, the failed ranks), the same on every rank that\n"
+           "returns. Every surviving rank calls it; bounded by COLL_TIMEOUT * 1.5 (at least + 5 s).")
+      .def("revoke", [](PyCommunicator& c) {
+             Communicator& comm = c.get();
+             py::gil_scoped_release release;
+             comm.revoke();
+           },
+           "As MPIX_Comm_revoke: every pending and future op fails at once, on every rank. Then shrink().")
       .def("close", &PyCommunicator::close,
            "Waits for queued ops (bounded by their deadlines, without the GIL) and disconnects.")
       .def("__enter__", [](py::object self) { return self; })

@@ -4,6 +4,7 @@
 #define COLL_COLL_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "coll/export.h"
 #include "coll/version.h"
@@ -87,6 +88,16 @@ COLL_API collResult_t collCommAbort(collComm_t comm);
 /* After a failure the survivors make *newcomm without excludeRanks (like ncclCommShrink):
  * every survivor passes the same ranks; comm stays valid until destroyed or aborted. */
 COLL_API collResult_t collCommShrink(collComm_t comm, const int* excludeRanks, int excludeCount, collComm_t* newcomm);
+/* Fault tolerance with ULFM's guarantees (Communicator::failedRanks, agree, revoke, shrink()).
+ * collCommFailedRanks: the ranks known failed, sorted; writes at most capacity of them and
+ * sets *count to how many there are. collCommAgree: *value in, the AND of the survivors'
+ * values out; the agreed failed ranks as collCommFailedRanks writes them (ranks may be NULL
+ * when capacity is 0). collCommRevoke: every pending and future op fails, on every rank.
+ * collCommShrinkSurvivors: the survivors agree on who is alive and make *newcomm of them. */
+COLL_API collResult_t collCommFailedRanks(collComm_t comm, int* ranks, int capacity, int* count);
+COLL_API collResult_t collCommAgree(collComm_t comm, uint64_t* value, int* failedRanks, int capacity, int* failedCount);
+COLL_API collResult_t collCommRevoke(collComm_t comm);
+COLL_API collResult_t collCommShrinkSurvivors(collComm_t comm, collComm_t* newcomm);
 /* Like ncclCommSplit / MPI_Comm_split: every rank of comm calls it; ranks with the same color
  * form *newcomm, ranked by key then by their rank in comm; COLL_SPLIT_NOCOLOR gets NULL. */
 #define COLL_SPLIT_NOCOLOR (-1)

@@ -38,6 +38,12 @@ struct CommOptions {
 
 class CommunicatorImpl;
 
+// Communicator::agree's result: the same on every rank that returns.
+struct AgreeResult {
+  uint64_t value = 0;             // the bitwise AND of the values of the ranks not failed
+  std::vector<int> failed_ranks;  // sorted
+};
+
 // Thread-safety: collectives may be issued from any one thread at a time (like NCCL, a
 // communicator is not for concurrent issuing); Work handles may be waited on from any thread.
 // Each communicator owns one progress thread that executes its ops in issue order.
@@ -131,6 +137,36 @@ class COLL_API Communicator {
   // range, repeated or the caller's own, Timeout when a survivor does not join within
   // COLL_TIMEOUT (the store's host died, or the survivors disagree about who is excluded).
   std::unique_ptr<Communicator> shrink(const std::vector<int>& excluded_ranks);
+
+  // Fault tolerance with ULFM's guarantees (docs/RELIABILITY.md, "Going on after a failure").
+  // They need a rendezvous store that outlives the failed ranks: collrun's, or one the job
+  // runs apart; a rank that serves the store (rank 0 under torchrun, mpirun, srun) takes it
+  // with it when it dies.
+  //
+  // The ranks this rank knows have failed, sorted: those whose process the store saw end (at
+  // once, whatever killed it; coll's own store only), and those that did not answer a question
+  // after an op failed (stopped, or dead). Any thread; one store call.
+  std::vector<int> failedRanks();
+
+  // As MPIX_Comm_agree: every rank that returns gets the bitwise AND of the values of the
+  // ranks not failed, and the same set of failed ranks, even when ranks fail during the call.
+  // Waits for every rank not known failed, at most COLL_TIMEOUT + max(COLL_TIMEOUT/2, 5 s).
+  // A rank counted failed (it came after the others had decided) gets PeerLost saying so.
+  // Works on a failed or revoked communicator. Every surviving rank calls it, in the same order.
+  AgreeResult agree(uint64_t value);
+
+  // As MPIX_Comm_revoke: every pending and future op of this communicator fails at once with
+  // PeerLost ("communicator revoked by rank R"), here and on every other rank (through their
+  // ledger responders, within milliseconds). Any thread. To go on, shrink().
+  void revoke();
+
+  // As MPIX_Comm_shrink: the survivors make a communicator of the ranks alive, without being
+  // told who died. Revokes this communicator (so every live rank leaves what it waits in and
+  // comes), agrees on who is alive (agree()), and makes the new communicator of those, ranks
+  // renumbered densely in the old order. Dead and stopped ranks need not call it; one that
+  // comes too late (stopped, then resumed) gets PeerLost saying the others went on without it,
+  // never a communicator of its own. Every surviving rank calls it.
+  std::unique_ptr<Communicator> shrink();
 
   // As MPI_Comm_split and ncclCommSplit: every rank calls it; ranks with the same color form a
   // new communicator, ranked by key and then by rank here; kSplitNoColor takes part and gets

@@ -48,6 +48,21 @@ class StoreClient {
   virtual Status check(const std::string& key, bool* exists, Deadline deadline) = 0;
   // Returns once `count` callers have reached the barrier named `name`.
   Status barrier(const std::string& name, int count, Deadline deadline);
+
+  // Lists, for what survivors of a failure must agree on (store_lists.cc). Items are appended
+  // atomically and read back in append order; an item is any bytes. coll's own store does each
+  // in one call; over a caller's store they are built from add/set/get (an appender that dies
+  // between its add and its set leaves a hole that readers skip after a second).
+  virtual Status append(const std::string& key, const std::string& item, Deadline deadline);
+  // Every item of the list now; empty when there is none. Never waits for the key.
+  virtual Status readList(const std::string& key, std::vector<std::string>* items, Deadline deadline);
+  // Sets the key unless it exists; *held: the value it holds afterwards (`value`, or the one
+  // set first). Over a caller's store the first claimant must live to set it.
+  virtual Status setIfAbsent(const std::string& key, const std::string& value, std::string* held,
+                             Deadline deadline);
+  // When this connection ends (the process died, or closed it) the store appends `item` to the
+  // list `key`: how the survivors learn that a rank is gone. Unsupported over a caller's store.
+  virtual Status appendWhenClosed(const std::string& key, const std::string& item, Deadline deadline);
   // The one call allowed from another thread: makes a call blocked in this client (a get
   // parked on a missing key) fail at once with PeerLost, and every later call too. Used to
   // stop a thread that waits on the store for as long as a communicator lives.

@@ -15,6 +15,25 @@ namespace {
 
 using namespace store_wire;
 
+// A list item on the wire: u32 length, then its bytes; a list is its items back to back.
+std::string frameItem(const std::string& item) {
+  uint32_t n = static_cast<uint32_t>(item.size());
+  return std::string(reinterpret_cast<const char*>(&n), 4) + item;
+}
+
+Status unframeItems(const std::string& held, std::vector<std::string>* items) {
+  for (size_t at = 0; at < held.size();) {
+    uint32_t n = 0;
+    if (held.size() - at < 4) return transportError("store: malformed list (a truncated item length)");
+    std::memcpy(&n, held.data() + at, 4);
+    at += 4;
+    if (held.size() - at < n) return transportError("store: malformed list (an item longer than the list)");
+    items->push_back(held.substr(at, n));
+    at += n;
+  }
+  return Status::ok();
+}
+
 class TcpStoreClient : public StoreClient {
  public:
   TcpStoreClient(UniqueFd fd, std::string address) : fd_(std::move(fd)), address_(std::move(address)) {}
@@ -57,6 +76,33 @@ class TcpStoreClient : public StoreClient {
     COLL_RETURN_IF_ERROR(call(kCheck, key, "", deadline, &status, &ignored));
     *exists = status == kOk;
     return Status::ok();
+  }
+
+  Status append(const std::string& key, const std::string& item, Deadline deadline) override {
+    std::string ignored;
+    uint32_t status;
+    return call(kAppend, key, frameItem(item), deadline, &status, &ignored);
+  }
+
+  Status readList(const std::string& key, std::vector<std::string>* items, Deadline deadline) override {
+    std::string held;
+    uint32_t status = kNotFound;
+    COLL_RETURN_IF_ERROR(call(kRead, key, "", deadline, &status, &held));
+    items->clear();
+    if (status == kNotFound) return Status::ok();
+    return unframeItems(held, items);
+  }
+
+  Status setIfAbsent(const std::string& key, const std::string& value, std::string* held,
+                     Deadline deadline) override {
+    uint32_t status;
+    return call(kSetIfAbsent, key, value, deadline, &status, held);
+  }
+
+  Status appendWhenClosed(const std::string& key, const std::string& item, Deadline deadline) override {
+    std::string ignored;
+    uint32_t status;
+    return call(kAppendOnClose, key, frameItem(item), deadline, &status, &ignored);
   }
 
   void cancel() override {

@@ -50,12 +50,14 @@ class Session : public std::enable_shared_from_this<Session> {
     out_.assign(reinterpret_cast<const char*>(&h), sizeof h);
     out_ += value;
     asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](auto ec, size_t) {
-      if (!ec) self->readRequest();
+      if (ec) return self->ended(ec);
+      self->readRequest();
     });
   }
 
  private:
   void refuse(const char* why) {
+    ended({});
     boost::system::error_code ec;
     auto ep = socket_.remote_endpoint(ec);
     COLL_WARN("STORE", "refused connection from %s: %s", ec ? "?" : ep.address().to_string().c_str(), why);
@@ -77,13 +79,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void readRequest() {
     asio::async_read(socket_, asio::buffer(&header_, sizeof header_), [self = shared_from_this()](auto ec, size_t) {
-      if (ec) return;
+      if (ec) return self->ended(ec);
       const RequestHeader& h = self->header_;
       if (h.magic != kRequestMagic || h.key_len > kMaxKey || h.value_len > kMaxValue)
         return self->refuse("malformed request header");
       self->body_.resize(h.key_len + h.value_len);
       asio::async_read(self->socket_, asio::buffer(self->body_), [self](auto ec2, size_t) {
-        if (!ec2) self->handle();
+        if (ec2) return self->ended(ec2);
+        self->handle();
       });
     });
   }
@@ -96,8 +99,49 @@ class Session : public std::enable_shared_from_this<Session> {
       case kGet: return get(key);
       case kAdd: return add(key, value);
       case kCheck: return reply(state_->values.count(key) ? kOk : kNotFound, "");
+      case kAppend: return append(key, value);
+      case kRead: return read(key);
+      case kSetIfAbsent: return setIfAbsent(key, value);
+      case kAppendOnClose:
+        on_close_.emplace_back(std::move(key), std::move(value));
+        return reply(kOk, "");
       default: return refuse("unknown request type");
     }
+  }
+
+  void append(const std::string& key, const std::string& value) {
+    if (!appendTo(key, value)) return reply(kBadRequest, "");
+    reply(kOk, "");
+  }
+
+  // False when the value would outgrow what a reply may carry.
+  bool appendTo(const std::string& key, const std::string& value) {
+    std::string& held = state_->values[key];
+    if (held.size() + value.size() > kMaxValue) return false;
+    held += value;
+    wakeWaiters(key);
+    return true;
+  }
+
+  void read(const std::string& key) {
+    auto it = state_->values.find(key);
+    if (it == state_->values.end()) return reply(kNotFound, "");
+    reply(kOk, it->second);
+  }
+
+  void setIfAbsent(const std::string& key, const std::string& value) {
+    auto [it, inserted] = state_->values.try_emplace(key, value);
+    if (inserted) wakeWaiters(key);
+    reply(kOk, state_->values[key]);
+  }
+
+  // The connection ended (not the server stopping): what the client asked to be appended then
+  // is appended now. Once: a session can see its end on more than one path.
+  void ended(const boost::system::error_code& ec) {
+    if (ec == asio::error::operation_aborted) return;
+    auto appends = std::move(on_close_);
+    on_close_.clear();
+    for (auto& [key, value] : appends) appendTo(key, value);
   }
 
   void set(const std::string& key, const std::string& value) {
@@ -122,6 +166,7 @@ class Session : public std::enable_shared_from_this<Session> {
     socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](auto ec) {
       if (ec || !self->parked_) return;  // woken by a set (which cancelled this wait)
       self->unpark();
+      self->ended(ec);
       boost::system::error_code ignored;
       self->socket_.close(ignored);
     });
@@ -174,6 +219,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool authenticated_ = false;
   bool parked_ = false;  // in state_->waiters[parked_key_], waiting for a set
   std::string parked_key_;
+  std::vector<std::pair<std::string, std::string>> on_close_;  // kAppendOnClose's, in order
   RequestHeader header_{};
   std::string body_, out_;
 };

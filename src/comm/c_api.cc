@@ -223,6 +223,51 @@ collResult_t collCommShrink(collComm_t comm, const int* excludeRanks, int exclud
   });
 }
 
+namespace {
+
+collResult_t copyRanks(const std::vector<int>& ranks, int* out, int capacity, int* count, const char* call) {
+  if (!count) return invalid(coll::format("%s: null count pointer", call));
+  if (capacity < 0 || (capacity > 0 && !out))
+    return invalid(coll::format("%s: capacity %d at %p", call, capacity, static_cast<void*>(out)));
+  for (int i = 0; i < capacity && i < static_cast<int>(ranks.size()); ++i) out[i] = ranks[static_cast<size_t>(i)];
+  *count = static_cast<int>(ranks.size());
+  return collSuccess;
+}
+
+}  // namespace
+
+collResult_t collCommFailedRanks(collComm_t comm, int* ranks, int capacity, int* count) {
+  if (collResult_t r = checkComm(comm, "collCommFailedRanks"); r != collSuccess) return r;
+  if (!count || capacity < 0 || (capacity > 0 && !ranks)) return copyRanks({}, ranks, capacity, count, "collCommFailedRanks");
+  return guarded([&] { return copyRanks(comm->comm->failedRanks(), ranks, capacity, count, "collCommFailedRanks"); });
+}
+
+collResult_t collCommAgree(collComm_t comm, uint64_t* value, int* failedRanks, int capacity, int* failedCount) {
+  if (collResult_t r = checkComm(comm, "collCommAgree"); r != collSuccess) return r;
+  if (!value) return invalid("collCommAgree: null value pointer");
+  if (!failedCount || capacity < 0 || (capacity > 0 && !failedRanks))
+    return copyRanks({}, failedRanks, capacity, failedCount, "collCommAgree");
+  return guarded([&] {
+    coll::AgreeResult result = comm->comm->agree(*value);
+    *value = result.value;
+    return copyRanks(result.failed_ranks, failedRanks, capacity, failedCount, "collCommAgree");
+  });
+}
+
+collResult_t collCommRevoke(collComm_t comm) {
+  if (collResult_t r = checkComm(comm, "collCommRevoke"); r != collSuccess) return r;
+  return guarded([&] {
+    comm->comm->revoke();
+    return collSuccess;
+  });
+}
+
+collResult_t collCommShrinkSurvivors(collComm_t comm, collComm_t* newcomm) {
+  if (collResult_t r = checkComm(comm, "collCommShrinkSurvivors"); r != collSuccess) return r;
+  if (!newcomm) return invalid("collCommShrinkSurvivors: null newcomm pointer");
+  return guarded([&] { return adopt(comm->comm->shrink(), newcomm); });
+}
+
 collResult_t collCommSplit(collComm_t comm, int color, int key, collComm_t* newcomm) {
   if (collResult_t r = checkComm(comm, "collCommSplit"); r != collSuccess) return r;
   if (!newcomm) return invalid("collCommSplit: null newcomm pointer");

@@ -134,6 +134,27 @@ void Communicator::setAlgorithms(const std::string& rules) { impl_->setAlgorithm
 
 void Communicator::abort() { impl_->abort("aborted by the application"); }
 
+std::vector<int> Communicator::failedRanks() { return impl_->failedRanks(); }
+
+AgreeResult Communicator::agree(uint64_t value) {
+  AgreementResult result;
+  Status st = impl_->agree(value, &result);
+  if (!st) throw st.toError(format("agree (rank %d of %d)", rank(), size()));
+  return AgreeResult{result.value, result.failed};
+}
+
+void Communicator::revoke() {
+  Status st = impl_->revoke("revoked by the application");
+  if (!st) throw st.toError(format("revoke (rank %d of %d)", rank(), size()));
+}
+
+std::unique_ptr<Communicator> Communicator::shrink() {
+  std::unique_ptr<CommunicatorImpl> impl;
+  Status st = impl_->shrinkToSurvivors(&impl);
+  if (!st) throw st.toError(format("shrink (rank %d of %d)", rank(), size()));
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
 std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded_ranks) {
   std::unique_ptr<CommunicatorImpl> impl;
   Status st = impl_->shrink(excluded_ranks, &impl);

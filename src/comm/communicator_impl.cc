@@ -52,8 +52,11 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
                            options.store ? std::string("the store") : "the store at " + options.store_address,
                            impl->store_server_ != nullptr, impl->storeConnector(options)};
   COLL_RETURN_IF_ERROR(bootstrap::rollCall(*impl->store_, impl->key_prefix_, roll, transport::Clock::now() + config.timeout));
-  COLL_RETURN_IF_ERROR(LedgerResponder::start(impl->storeConnector(options), impl->key_prefix_, &impl->ledger_,
-                                              transport::Clock::now() + config.timeout, &impl->responder_));
+  COLL_RETURN_IF_ERROR(LedgerResponder::start(
+      impl->storeConnector(options), impl->key_prefix_, &impl->ledger_,
+      [p = impl.get()](int64_t question, const std::string& why) { p->revokedBy(question, why); },
+      transport::Clock::now() + config.timeout, &impl->responder_));
+  COLL_RETURN_IF_ERROR(impl->announcePresence(options));
   auto deadline = transport::Clock::now() + config.timeout;
   COLL_RETURN_IF_ERROR(bootstrap::exchangeHostIds(*impl->store_, impl->key_prefix_, impl->rank_, impl->size_,
                                                  bootstrap::localHostId(config.host_id, impl->rank_), deadline, &impl->hosts_));
@@ -135,13 +138,14 @@ CommunicatorImpl::~CommunicatorImpl() {
   }
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // Before the paths go: a revoke it is answering fails them. Before the store server too.
+  responder_.reset();
   if (trace_) {
     if (Status st = trace_->write(); !st) COLL_WARN("INIT", "%s", st.message().c_str());
     else COLL_INFO("INIT", "op trace written to %s", trace_->path().c_str());
   }
-  ledger_.setPointToPoint(nullptr);  // the responder may still read the ledger
+  ledger_.setPointToPoint(nullptr);  // the ledger must not point at a destroyed engine
   p2p_.reset();
-  responder_.reset();  // before the store server (rank 0's) goes
 }
 
 // The child has the parent's connections but not its progress thread (see fork_guard.h).
@@ -334,6 +338,11 @@ Error CommunicatorImpl::withLedger(const OpRequest& op, const Error& error) {
                  store_server_ != nullptr);
   COLL_INFO("STORE", "rank %d: ledger question about %s: %d store calls%s", rank_, entry.label().c_str(),
             answers.store_calls, answers.reused ? " (another rank's question, read whole)" : "");
+  if (answers.store_problem.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int r = 0; r < static_cast<int>(answers.of_rank.size()); ++r)
+      if (r != rank_ && !answers.of_rank[r]) silent_ranks_.insert(r);
+  }
   entry.sequence = op.work->sequence;
   return Error(error.code(), std::string(error.what()) + "; " + describeStall(entry, rank_, answers, hosts_.host_of_rank));
 }

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "base/config.h"
@@ -16,6 +18,7 @@
 #include "bootstrap/host_grouping.h"
 #include "bootstrap/store.h"
 #include "coll/communicator.h"
+#include "comm/agreement.h"
 #include "comm/ledger.h"
 #include "comm/ledger_exchange.h"
 #include "comm/op_trace.h"
@@ -37,6 +40,15 @@ class CommunicatorImpl final : private detail::OpDriver {
   // A new communicator of the survivors, without `excluded` (comm/shrink.h). Issuing thread;
   // every survivor calls it with the same ranks. This one is left as it is.
   Status shrink(const std::vector<int>& excluded, std::unique_ptr<CommunicatorImpl>* out);
+  // Fault tolerance, as ULFM has it (comm/fault_tolerance.cc, comm/agreement.h). Issuing
+  // thread, or any thread for failedRanks and revoke.
+  // The ranks known failed: the store saw them go, or they did not answer a ledger question.
+  std::vector<int> failedRanks();
+  Status agree(uint64_t value, AgreementResult* out);
+  // Fails every pending and future op here and, through the ledger responders, on every rank.
+  Status revoke(const std::string& why);
+  // shrink() without a list: revokes, agrees on who is alive, and makes their communicator.
+  Status shrinkToSurvivors(std::unique_ptr<CommunicatorImpl>* out);
   // A communicator of the ranks with this color (comm/split.h); null for kSplitNoColor.
   // Issuing thread; every rank calls it.
   Status split(int color, int key, std::unique_ptr<CommunicatorImpl>* out);
@@ -81,6 +93,14 @@ class CommunicatorImpl final : private detail::OpDriver {
   void runOp(OpRequest& op, const std::optional<Error>& failed);
   void onFailure(OpRequest& op, Error error);
   Error withLedger(const OpRequest& op, const Error& error);
+  // The store's "gone" list: the store appends a rank to it when that rank's presence
+  // connection ends (coll's own store only).
+  std::string goneKey() const { return key_prefix_ + "gone"; }
+  Status announcePresence(const CommOptions& options);
+  // Runs `call` with the fault-tolerance store client, connecting it first if needed.
+  Status withFtStore(const std::function<Status(bootstrap::StoreClient&)>& call);
+  void revokedBy(int64_t question, const std::string& why);
+  AgreementCall agreementCall(const std::string& key, const std::string& what);
   void closeConnectionsNow(const std::string& reason);
   // keeps_hot false, for an op whose issuer will most likely wait on it at once (a board op
   // found pending): neither wakes the progress thread nor starts its polling (kHotFor). The
@@ -108,6 +128,15 @@ class CommunicatorImpl final : private detail::OpDriver {
   Ledger ledger_;
   std::unique_ptr<OpTrace> trace_;  // COLL_TRACE_FILE set (engine_mu_ holder; written at destruction)
   std::unique_ptr<LedgerResponder> responder_;  // answers peers' questions about ledger_
+  // A store connection that does nothing but stay open: when it ends the store appends this
+  // rank to goneKey(). Null over a caller's store, which cannot.
+  std::unique_ptr<bootstrap::StoreClient> presence_;
+  std::mutex ft_mu_;  // guards ft_store_ and agreements_
+  std::unique_ptr<bootstrap::StoreClient> ft_store_;  // for failedRanks/agree/revoke (made on first use)
+  uint64_t agreements_ = 0;
+  std::atomic<int64_t> revoke_question_{0};  // the ledger question that revoked this communicator
+  std::atomic<int64_t> revoke_seen_ns_{0};   // when this rank learnt of it (steady clock)
+  std::set<int> silent_ranks_;  // under mu_: ranks that did not answer a ledger question
   // The execution paths, asked in this order (execution_path.h). scheduled_ first: the others
   // use it (the call check, COLL_ALGO's rules, the device path's host transfers).
   std::unique_ptr<ScheduledPath> scheduled_;

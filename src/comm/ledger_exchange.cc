@@ -1,6 +1,7 @@
 #include "comm/ledger_exchange.h"
 
 #include <chrono>
+#include <cstring>
 
 #include "base/log.h"
 
@@ -33,23 +34,27 @@ std::string holdersKey(const std::string& prefix, int64_t k) {
   return prefix + "ledger/holders/" + std::to_string(k);
 }
 
+constexpr const char* kRevokePrefix = "revoke ";
+
 // How long the store's host waits, after a question, for the other ranks to hold its answers.
 constexpr auto kHostLinger = std::chrono::milliseconds(250);
 
 }  // namespace
 
 Status LedgerResponder::start(Connect connect, const std::string& key_prefix, const Ledger* ledger,
-                              bootstrap::Deadline connect_deadline, std::unique_ptr<LedgerResponder>* out) {
+                              OnRevoke on_revoke, bootstrap::Deadline connect_deadline,
+                              std::unique_ptr<LedgerResponder>* out) {
   std::unique_ptr<bootstrap::StoreClient> store;
   COLL_RETURN_IF_ERROR(connect(connect_deadline, &store));
-  out->reset(new LedgerResponder(std::move(store), std::move(connect), key_prefix, ledger));
+  out->reset(new LedgerResponder(std::move(store), std::move(connect), key_prefix, ledger, std::move(on_revoke)));
   (*out)->thread_ = std::thread([r = out->get()] { r->loop(); });
   return Status::ok();
 }
 
 LedgerResponder::LedgerResponder(std::unique_ptr<bootstrap::StoreClient> store, Connect connect,
-                                 std::string key_prefix, const Ledger* ledger)
-    : store_(std::move(store)), connect_(std::move(connect)), key_prefix_(std::move(key_prefix)), ledger_(ledger) {}
+                                 std::string key_prefix, const Ledger* ledger, OnRevoke on_revoke)
+    : store_(std::move(store)), connect_(std::move(connect)), key_prefix_(std::move(key_prefix)), ledger_(ledger),
+      on_revoke_(std::move(on_revoke)) {}
 
 LedgerResponder::~LedgerResponder() {
   {
@@ -74,10 +79,13 @@ void LedgerResponder::loop() {
       if (!stopping_) COLL_INFO("STORE", "ledger responder stopped: %s", st.message().c_str());
       return;
     }
+    if (asker.rfind(kRevokePrefix, 0) == 0 && on_revoke_) on_revoke_(k, asker.substr(std::strlen(kRevokePrefix)));
     LedgerSnapshot mine = ledger_->snapshot();
-    st = store_->set(answerKey(key_prefix_, k, mine.rank), mine.encode(), bootstrap::Clock::now() + kReconnectLimit);
+    const auto limit = bootstrap::Clock::now() + kReconnectLimit;
+    st = store_->set(answerKey(key_prefix_, k, mine.rank), mine.encode(), limit);
     int64_t answered = 0;
-    if (st) st = store_->add(answeredKey(key_prefix_, k), 1, &answered, bootstrap::Clock::now() + kReconnectLimit);
+    if (st) st = store_->add(answeredKey(key_prefix_, k), 1, &answered, limit);
+    if (st) st = store_->append(answeredListKey(key_prefix_, k), std::to_string(mine.rank), limit);
     if (!st) return;
     ++k;
   }
@@ -92,6 +100,16 @@ Status LedgerResponder::reconnect() {
   if (stopping_) return peerLostError("ledger responder stopping");
   store_ = std::move(fresh);
   return Status::ok();
+}
+
+std::string answeredListKey(const std::string& key_prefix, int64_t question) {
+  return key_prefix + "ledger/answerers/" + std::to_string(question);
+}
+
+Status postRevoke(bootstrap::StoreClient& store, const std::string& key_prefix, const std::string& why,
+                  bootstrap::Deadline deadline, int64_t* question) {
+  COLL_RETURN_IF_ERROR(store.add(key_prefix + "ledger/asks", 1, question, deadline));
+  return store.set(askKey(key_prefix, *question), kRevokePrefix + why, deadline);
 }
 
 namespace {

@@ -33,13 +33,16 @@ class LedgerResponder {
  public:
   // Opens a store connection of its own (a parked GET must not block the communicator's).
   using Connect = std::function<Status(bootstrap::Deadline, std::unique_ptr<bootstrap::StoreClient>*)>;
-  static Status start(Connect connect, const std::string& key_prefix, const Ledger* ledger,
+  // on_revoke: called on this thread with the question's number and the revoker's words when
+  // a question is a revoke (postRevoke), before the answer, which then says this rank is alive.
+  using OnRevoke = std::function<void(int64_t question, const std::string& why)>;
+  static Status start(Connect connect, const std::string& key_prefix, const Ledger* ledger, OnRevoke on_revoke,
                       bootstrap::Deadline connect_deadline, std::unique_ptr<LedgerResponder>* out);
   ~LedgerResponder();  // cancels the parked GET and joins the thread: returns promptly
 
  private:
   LedgerResponder(std::unique_ptr<bootstrap::StoreClient> store, Connect connect, std::string key_prefix,
-                  const Ledger* ledger);
+                  const Ledger* ledger, OnRevoke on_revoke);
   void loop();
   Status reconnect();
 
@@ -48,9 +51,19 @@ class LedgerResponder {
   Connect connect_;
   std::string key_prefix_;
   const Ledger* ledger_;
+  OnRevoke on_revoke_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
+
+// Revoking through the responders: the revoke is a question ("revoke <why>") that every live
+// responder sees at once (each is parked on the next question's key); each calls its on_revoke,
+// then answers, appending its rank to the list answeredListKey(k). Returns k. The caller owns
+// the store client (not the progress thread's: revoke runs on the caller's thread).
+Status postRevoke(bootstrap::StoreClient& store, const std::string& key_prefix, const std::string& why,
+                  bootstrap::Deadline deadline, int64_t* question);
+// The list of the ranks whose responders answered question k.
+std::string answeredListKey(const std::string& key_prefix, int64_t question);
 
 struct LedgerAnswers {
   std::vector<std::optional<LedgerSnapshot>> of_rank;  // nullopt: did not answer in the window

@@ -185,6 +185,68 @@ TEST_P(StoreClientConformance, AddIsAtomicAcrossClients) {
   EXPECT_EQ(value, kThreads * kAdds - 5) << "negative deltas too";
 }
 
+// What the survivors of a failure agree through (comm/agreement.h).
+TEST_P(StoreClientConformance, AppendedItemsComeBackInOrderFromEveryClient) {
+  constexpr int kThreads = 4, kItems = 25;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t, c = client()] {
+      for (int i = 0; i < kItems; ++i) EXPECT_TRUE(c->append("list", std::to_string(t) + std::string(1, '\0') + std::to_string(i), in(5s)));
+    });
+  for (auto& t : threads) t.join();
+  std::vector<std::string> items;
+  ASSERT_TRUE(client()->readList("list", &items, in(5s)));
+  ASSERT_EQ(items.size(), static_cast<size_t>(kThreads * kItems));
+  std::vector<int> next(kThreads, 0);
+  for (const std::string& item : items) {
+    size_t zero = item.find('\0');
+    ASSERT_NE(zero, std::string::npos) << "a NUL byte survives";
+    int t = std::stoi(item.substr(0, zero)), i = std::stoi(item.substr(zero + 1));
+    EXPECT_EQ(i, next[t]++) << "one client's items keep their order";
+  }
+  std::vector<std::string> none{"stale"};
+  auto start = Clock::now();
+  ASSERT_TRUE(client()->readList("no such list", &none, in(5s)));
+  EXPECT_TRUE(none.empty());
+  EXPECT_LT(Clock::now() - start, 1s) << "readList never waits for the key";
+}
+
+TEST_P(StoreClientConformance, SetIfAbsentKeepsTheFirstValueForEveryone) {
+  constexpr int kThreads = 4;
+  std::vector<std::string> held(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t, c = client()] { EXPECT_TRUE(c->setIfAbsent("decision", "from " + std::to_string(t), &held[t], in(5s))); });
+  for (auto& t : threads) t.join();
+  for (int t = 1; t < kThreads; ++t) EXPECT_EQ(held[t], held[0]) << "one winner";
+  std::string value;
+  ASSERT_TRUE(client()->get("decision", &value, in(5s)));
+  EXPECT_EQ(value, held[0]);
+}
+
+TEST_P(StoreClientConformance, AClosedConnectionAppendsItsItemOnlyOnCollsOwnStore) {
+  auto watcher = client();
+  {
+    auto dying = client();
+    Status st = dying->appendWhenClosed("gone", "7", in(5s));
+    if (GetParam() == "external") {
+      EXPECT_EQ(st.code(), ErrorCode::Unsupported);
+      return;
+    }
+    ASSERT_TRUE(st) << st.message();
+    std::vector<std::string> items;
+    ASSERT_TRUE(watcher->readList("gone", &items, in(5s)));
+    EXPECT_TRUE(items.empty()) << "nothing while it is open";
+  }
+  std::vector<std::string> items;
+  auto end = Clock::now() + 5s;
+  while (items.empty() && Clock::now() < end) {
+    ASSERT_TRUE(watcher->readList("gone", &items, in(5s)));
+    std::this_thread::sleep_for(2ms);
+  }
+  EXPECT_EQ(items, std::vector<std::string>{"7"});
+}
+
 TEST_P(StoreClientConformance, BarrierReleasesEveryCallerTogether) {
   constexpr int kCallers = 3;
   std::atomic<int> arrived{0}, left{0};

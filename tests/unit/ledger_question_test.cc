@@ -49,7 +49,7 @@ void startJob(int n, int silent, Job* job) {
     if (r == silent) continue;
     std::unique_ptr<LedgerResponder> responder;
     auto connect = [job](bootstrap::Deadline d, std::unique_ptr<StoreClient>* out) { return job->connect(d, out); };
-    ASSERT_TRUE(LedgerResponder::start(connect, kPrefix, job->ledgers.back().get(),
+    ASSERT_TRUE(LedgerResponder::start(connect, kPrefix, job->ledgers.back().get(), nullptr,
                                        bootstrap::Clock::now() + std::chrono::seconds(10), &responder)
                     .isOk());
     job->responders.push_back(std::move(responder));

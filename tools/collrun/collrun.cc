@@ -247,7 +247,9 @@ int run(const Options& options) {
     return 1;
   }
   std::string address = std::string(kStoreHost) + ":" + std::to_string(store->port());
-  raiseFdLimit(2 * options.np + 64);  // two pipes per rank, and some slack for the store
+  // Two pipes per rank, and the store's connections: up to four per rank (the communicator's,
+  // the ledger responder's, the presence one and the fault-tolerance calls'), and some slack.
+  raiseFdLimit(6 * options.np + 64);
   // The ranks' lifeline: they inherit the read end; the write end stays here alone and closes
   // when collrun ends, however it ends (comm/launcher_lifeline.h). Without it the ranks still
   // die with collrun through PR_SET_PDEATHSIG, but not a rank started through a wrapper.

@@ -8,6 +8,7 @@ index (so a misplaced chunk fails) and are small integers (so float16 sums and p
 exact). Exits non-zero on the first failure, with a message naming the case.
 """
 import os
+import signal
 import sys
 import threading
 import time
@@ -339,6 +340,50 @@ def library_memory(comm):
     expect(ValueError, lambda: coll.alloc((-1,), np.float32), what="coll.alloc of a negative shape")
 
 
+def survivors(comm):
+    """The last rank dies (SIGKILL); the others find it, agree on it and shrink without it."""
+    n, x = comm.size, np.ones(1 << 14, np.float32)
+    comm.allreduce(x).wait()
+    if comm.rank == n - 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    try:
+        for _ in range(10000):
+            comm.allreduce(x).wait()
+        raise AssertionError("no op failed after a rank was killed")
+    except coll.Error as e:
+        assert e.code in ("PeerLost", "Timeout"), e
+    end = time.monotonic() + 10
+    while comm.failed_ranks() != [n - 1] and time.monotonic() < end:
+        time.sleep(0.01)
+    assert comm.failed_ranks() == [n - 1], comm.failed_ranks()
+    value, failed = comm.agree(0xF00 | 1 << comm.rank)
+    assert (value, failed) == (0xF00, [n - 1]), (value, failed)
+    with comm.shrink() as rest:
+        assert (rest.size, rest.rank) == (n - 1, comm.rank), (rest.size, rest.rank)
+        y = np.full(5, comm.rank + 1, np.int64)
+        rest.allreduce(y).wait()
+        check(y, np.full(5, (n - 1) * n // 2, np.int64), "allreduce after shrink")
+
+
+def revoke(comm):
+    """Rank 0 revokes while the others wait for a message it never sends; all shrink to all."""
+    buf = np.zeros(16, np.float32)
+    comm.barrier().wait()
+    if comm.rank == 0:
+        time.sleep(0.2)
+        comm.revoke()
+    else:
+        e = expect(coll.Error, lambda: comm.recv(buf, 0).wait(), "PeerLost", "a receive across a revoke")
+        assert "revoked by rank 0" in str(e), e
+    expect(coll.Error, lambda: comm.barrier().wait(), "PeerLost", "an op after a revoke")
+    with comm.shrink() as again:
+        assert (again.size, again.rank) == (comm.size, comm.rank)
+        y = np.ones(3, np.int32)
+        again.allreduce(y).wait()
+        check(y, np.full(3, comm.size, np.int32), "allreduce after revoke and shrink")
+    expect(TypeError, lambda: comm.agree("not a number"), what="agree with a string")
+
+
 LEAKED = []
 
 
@@ -351,7 +396,8 @@ def main():
         return
     with coll.init() as comm:
         {"collectives": collectives, "errors": errors, "abort": abort, "forked": forked,
-         "after_close": after_close, "library_memory": library_memory}[mode](comm)
+         "after_close": after_close, "library_memory": library_memory, "survivors": survivors,
+         "revoke": revoke}[mode](comm)
         print(f"rank {comm.rank if not comm.closed else '?'}: {mode} ok", flush=True)
 
 

@@ -60,6 +60,24 @@ def test_calls_after_close_are_refused():
     run_ranks(2, "after_close")
 
 
+def test_revoke_then_shrink():
+    run_ranks(3, "revoke")
+
+
+def test_survivors_of_a_killed_rank_shrink_without_naming_it():
+    # collrun reports the killed rank and, with --kill-after 0, lets the others go on.
+    env = dict(os.environ, COLL_TIMEOUT="10")
+    env.setdefault("PYTHONPATH", str(BIN.parent / "python"))
+    if not COLLRUN.exists():
+        pytest.skip(f"no collrun at {COLLRUN} (set COLL_BUILD_DIR)")
+    proc = subprocess.run([str(COLLRUN), "-n", "4", "--kill-after", "0", sys.executable, str(HERE / "ranks_script.py"),
+                           "survivors"],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert "rank 3 (pid" in proc.stdout and "killed by signal 9" in proc.stdout, proc.stdout
+    assert "terminating" not in proc.stdout, proc.stdout
+    assert proc.stdout.count("survivors ok") == 3, proc.stdout
+
+
 def test_exit_without_close():
     # A communicator left to the interpreter's exit (and a Work still referenced) must not hang.
     run_ranks(2, "leak")
