@@ -122,6 +122,29 @@ TEST_F(OneRank, ShrinkMakesAWorkingCommunicator) {
   EXPECT_EQ(collCommDestroy(shrunk), collSuccess);
 }
 
+TEST_F(OneRank, FailedRanksAgreeRevokeAndShrinkSurvivors) {
+  int ranks[4] = {-1, -1, -1, -1}, count = -1;
+  ASSERT_EQ(collCommFailedRanks(comm_, ranks, 4, &count), collSuccess) << collGetLastError();
+  EXPECT_EQ(count, 0);
+  EXPECT_EQ(collCommFailedRanks(comm_, ranks, 4, nullptr), collInvalidArgument);
+  EXPECT_EQ(collCommFailedRanks(comm_, nullptr, 2, &count), collInvalidArgument);
+  uint64_t value = 0xF0F0;
+  ASSERT_EQ(collCommAgree(comm_, &value, ranks, 4, &count), collSuccess) << collGetLastError();
+  EXPECT_EQ(value, 0xF0F0u);
+  EXPECT_EQ(count, 0);
+  EXPECT_EQ(collCommAgree(comm_, nullptr, ranks, 4, &count), collInvalidArgument);
+  ASSERT_EQ(collCommRevoke(comm_), collSuccess) << collGetLastError();
+  float x = 3;
+  EXPECT_EQ(collAllReduce(&x, &x, 1, collFloat32, collSum, comm_, nullptr), collPeerLost) << "revoked";
+  EXPECT_NE(std::string(collGetLastError()).find("revoked by rank 0"), std::string::npos) << collGetLastError();
+  collComm_t survivors = nullptr;
+  EXPECT_EQ(collCommShrinkSurvivors(comm_, nullptr), collInvalidArgument);
+  ASSERT_EQ(collCommShrinkSurvivors(comm_, &survivors), collSuccess) << collGetLastError();
+  EXPECT_EQ(collAllReduce(&x, &x, 1, collFloat32, collSum, survivors, nullptr), collSuccess) << collGetLastError();
+  EXPECT_EQ(x, 3);
+  EXPECT_EQ(collCommDestroy(survivors), collSuccess);
+}
+
 TEST_F(OneRank, AllReduceAndBroadcast) {
   std::vector<int32_t> in = {1, -2, 3, 7}, out(4, 0);
   ASSERT_EQ(collAllReduce(in.data(), out.data(), 4, collInt32, collSum, comm_, nullptr), collSuccess) << lastError();
