@@ -22,7 +22,7 @@
 namespace coll::transport::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
-inline constexpr uint32_t kLayoutVersion = 4;
+inline constexpr uint32_t kLayoutVersion = 5;
 inline constexpr uint32_t kSlotMagic = 0x544f4c53;                // "SLOT"
 inline constexpr size_t kHeaderBytes = 4096;
 inline constexpr size_t kControlBytes = 512;
@@ -47,6 +47,10 @@ struct SegmentHeader {
   uint32_t nchannels = 0;
   int32_t owner_rank = -1;
   int32_t owner_pid = 0;
+  // When the owner process started (clock ticks since boot, /proc/<pid>/stat): with owner_pid
+  // it names that process across PID reuse, so a later job can tell a dead owner's segment
+  // (stale_segments.h). magic, version and owner_pid keep their offsets in every version.
+  uint64_t owner_started = 0;
   uint64_t slot_bytes = 0;
   uint32_t nslots = 0;
   uint32_t reserved = 0;

@@ -21,6 +21,7 @@
 #include "transport/shm/connection.h"
 #include "transport/shm/doorbell.h"
 #include "transport/shm/segment.h"
+#include "transport/shm/stale_segments.h"
 #include "transport/shm/wake_socket.h"
 #include "transport/small_op_board.h"
 
@@ -142,6 +143,8 @@ Status ShmTransport::setUp(Deadline deadline) {
   Status st = validatePeers();
   if (st && !local_peers_.empty()) {
     allowAttach();
+    // One rank a host looks for what an earlier job's killed start-up left (stale_segments.h).
+    if (*std::min_element(local_peers_.begin(), local_peers_.end()) > dir_.rank) reclaimStaleSegments();
     st = createOwn();
     Status published = dir_.store->set(key(dir_.rank), st ? segmentNameFor(dir_, dir_.rank) : "error:" + st.message(),
                                        deadline);
@@ -186,6 +189,7 @@ Status ShmTransport::createOwn() {
   h->nchannels = geometry_.nchannels;
   h->owner_rank = dir_.rank;
   h->owner_pid = static_cast<int32_t>(::getpid());
+  h->owner_started = processStartTicks(::getpid());
   h->slot_bytes = geometry_.slot_bytes;
   h->nslots = geometry_.nslots;
   h->channel_stride = geometry_.channelStride();
