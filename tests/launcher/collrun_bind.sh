@@ -1,12 +1,15 @@
 #!/bin/bash
 # collrun --bind-to: "core" pins rank r to the r-th CPU collrun may use (one CPU each, all
-# different), "none" (the default) leaves every rank collrun's own CPU list. Skips (77) on one
-# CPU.
+# different), "none" leaves every rank collrun's own CPU list, and "auto" (the default) pins
+# where the ranks fit idle CPUs and says so on stderr, or says why it does not. Skips (77) on
+# one CPU.
 set -euo pipefail
 collrun=$1
 allowed=$(grep Cpus_allowed_list /proc/self/status | cut -f2)
 ncpu=$(nproc)
 [[ $ncpu -ge 2 ]] || { echo "one CPU: nothing to pin apart"; exit 77; }
+TMPDIR_BIND=$(mktemp -d)
+trap 'rm -rf "$TMPDIR_BIND"' EXIT
 show='echo "$COLL_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
 pinned=$("$collrun" -n 2 --no-prefix --bind-to core -- sh -c "$show" | sort)
 echo "$pinned"
@@ -15,7 +18,16 @@ lists=$(cut -d' ' -f2 <<<"$pinned")
 grep -qE '^[0-9]+$' <<<"$(head -1 <<<"$lists")" || { echo "FAIL: rank 0 not pinned to one CPU"; exit 1; }
 free=$("$collrun" -n 2 --no-prefix --bind-to none -- sh -c "$show" | cut -d' ' -f2 | sort -u)
 [[ $free == "$allowed" ]] || { echo "FAIL: --bind-to none gave '$free', collrun has '$allowed'"; exit 1; }
-default=$("$collrun" -n 2 --no-prefix -- sh -c "$show" | cut -d' ' -f2 | sort -u)
-[[ $default == "$allowed" ]] || { echo "FAIL: no --bind-to pinned the ranks ('$default')"; exit 1; }
+default=$("$collrun" -n 2 --no-prefix -- sh -c "$show" 2>"$TMPDIR_BIND/note" | sort)
+note=$(cat "$TMPDIR_BIND/note")
+echo "default: $note"
+if grep -q "fit the" <<<"$note"; then
+  [[ $default == "$pinned" ]] || { echo "FAIL: auto said it binds but gave '$default', core gave '$pinned'"; exit 1; }
+else
+  grep -q "not binding ranks to CPUs: other processes keep" <<<"$note" || { echo "FAIL: auto said '$note'"; exit 1; }
+  [[ $(cut -d' ' -f2 <<<"$default" | sort -u) == "$allowed" ]] || { echo "FAIL: auto did not bind but pinned"; exit 1; }
+fi
+over=$("$collrun" -n $((ncpu + 1)) --no-prefix -- sh -c "$show" 2>"$TMPDIR_BIND/note" | cut -d' ' -f2 | sort -u)
+[[ $over == "$allowed" && ! -s $TMPDIR_BIND/note ]] || { echo "FAIL: more ranks than CPUs were pinned ('$over')"; exit 1; }
 if "$collrun" -n 2 --bind-to socket -- true 2>/dev/null; then echo "FAIL: --bind-to socket accepted"; exit 1; fi
 echo "OK"

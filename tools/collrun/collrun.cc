@@ -23,6 +23,7 @@
 #include "bootstrap/store.h"
 #include "collrun_job.h"
 #include "collrun_output.h"
+#include "collrun_placement.h"
 #include "collrun_spawn.h"
 #include "base/status.h"
 
@@ -40,7 +41,7 @@ struct Options {
   bool prefix = true;
   bool help = false;
   JobOptions job;
-  std::string bind_to = "none";  // or core
+  std::string bind_to = "auto";  // or core, none (collrun_placement.h)
   std::vector<std::string> command;
 };
 
@@ -55,8 +56,9 @@ constexpr const char* kUsage =
     "  --kill-after SECONDS  after a rank fails, terminate the others this much later\n"
     "                        (SIGTERM, then SIGKILL 3 s on); 0 = never (default 10)\n"
     "  --timeout SECONDS     terminate the job after this long; 0 = none (default 0)\n"
-    "  --bind-to core|none   pin rank r to the r-th CPU collrun may run on (as mpirun does\n"
-    "                        where ranks fit the cores), or not (default: none)\n"
+    "  --bind-to auto|core|none  pin rank r to the r-th CPU collrun may run on: auto (the\n"
+    "                        default) does where the ranks fit idle CPUs, as mpirun does,\n"
+    "                        and says so; core always; none never\n"
     "  -h, --help            show this help\n"
     "Options end at the first non-option or at \"--\".\n"
     "\n"
@@ -137,7 +139,8 @@ Status parseOption(const std::vector<std::string>& args, size_t* i, Options* opt
     COLL_RETURN_IF_ERROR(parseSeconds("--kill-after", value, &options->job.kill_after_s));
   } else if (isFlag(arg, "--bind-to")) {
     COLL_RETURN_IF_ERROR(takeValue(args, i, "--bind-to", &value));
-    if (value != "core" && value != "none") return invalidArgument("--bind-to takes core or none, not '" + value + "'");
+    if (value != "auto" && value != "core" && value != "none")
+      return invalidArgument("--bind-to takes auto, core or none, not '" + value + "'");
     options->bind_to = value;
   } else if (isFlag(arg, "--timeout")) {
     COLL_RETURN_IF_ERROR(takeValue(args, i, "--timeout", &value));
@@ -189,28 +192,11 @@ std::vector<std::string> inheritedEnvironment() {
   return env;
 }
 
-// The CPUs each rank is pinned to (-1: not pinned). Pinning keeps two busy ranks from sharing
-// a core while another idles, which the scheduler otherwise does now and then: on a 2-core VM
-// a 2-rank 8-byte all-reduce took 2 us pinned in every run, 2 or 9 us unpinned. It is not the
-// default because on a machine shared with other busy processes a pinned rank cannot get
-// away from them: there, with two busy loops running, a 2-rank 64 MiB all-reduce reached
-// 0.2 GB/s pinned against 1.9 unpinned.
-std::vector<int> rankCpus(const Options& options) {
-  std::vector<int> cpus;
-  cpu_set_t allowed;
-  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-  bool bind = options.bind_to == "core";
-  std::vector<int> out(options.np, -1);
-  if (bind && !cpus.empty())
-    for (int r = 0; r < options.np; ++r) out[r] = cpus[r % cpus.size()];
-  return out;
-}
-
 std::vector<SpawnSpec> makeSpecs(const Options& options, const std::string& store_address,
                                  const std::string& secret, int lifeline_fd) {
-  std::vector<int> cpus = rankCpus(options);
+  Placement placement = choosePlacement(options.bind_to, options.np);
+  if (!placement.note.empty()) writeAll(STDERR_FILENO, placement.note + "\n");
+  const std::vector<int>& cpus = placement.cpu_of_rank;
   std::vector<std::string> base = inheritedEnvironment();
   std::string n = std::to_string(options.np);
   bool stdin_is_terminal = ::isatty(STDIN_FILENO) != 0;

@@ -1,0 +1,32 @@
+// Where collrun's ranks run. "--bind-to auto" (the default) pins rank r to the r-th CPU collrun
+// may use when the ranks fit those CPUs and the CPUs are idle, as mpirun binds by default, and
+// says so on stderr; otherwise it leaves placement to the kernel. "core" always pins (ranks
+// beyond the CPUs wrap around), "none" never does.
+//
+// Why: unpinned, the scheduler now and then puts two busy ranks on one core while another
+// idles: on a 2-core VM a 2-rank 8-byte all-reduce took 0.5-1.0 us in some runs and 9-13 us
+// in others, pinned 0.6-0.75 us in every run. Why not always: on a machine busy with other
+// processes a pinned rank cannot get away from them (with two busy loops running, a 2-rank
+// 64 MiB all-reduce reached 0.2 GB/s pinned against 1.9 unpinned), so auto looks first.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace coll::collrun {
+
+struct Placement {
+  std::vector<int> cpu_of_rank;  // -1: not pinned
+  std::string note;              // one line for stderr; empty: nothing to say
+};
+
+// bind_to: "auto", "core" or "none" (already validated).
+Placement choosePlacement(const std::string& bind_to, int np);
+
+// The CPUs this process may run on, ascending.
+std::vector<int> allowedCpus();
+
+// How many of `cpus` other processes kept busy over `window_ms` (from /proc/stat), e.g. 1.6.
+double busyCpus(const std::vector<int>& cpus, int window_ms);
+
+}  // namespace coll::collrun
