@@ -121,6 +121,7 @@ Config Config::fromEnvironment() {
   readString("COLL_HOST_ID", &c.host_id);
   readBytes("COLL_SHM_SLOT_BYTES", 4096, 64ull << 20, &c.shm_slot_bytes);
   readInt("COLL_SHM_NSLOTS", 2, 4096, &c.shm_nslots);
+  readBytes("COLL_P2P_EAGER_BUDGET", 0, 1ull << 40, &c.p2p_eager_budget);
   readBytes("COLL_STREAM_BYTES", 0, 1ull << 62, &c.stream_bytes);
   readBytes("COLL_SHM_CMA_THRESHOLD", 0, 1ull << 40, &c.shm_cma_threshold);
   c.shm_cma_auto = env("COLL_SHM_CMA_THRESHOLD") == nullptr;

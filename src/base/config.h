@@ -43,6 +43,10 @@ struct Config {
   // with 8 x 128 KiB, against 9.3 and 3.9 with 16 x 32 KiB: fewer, larger slots cost fewer
   // hand-overs between the two cores. 4 x 256 KiB and 2 x 1 MiB were no better.
   size_t shm_slot_bytes = 128 << 10;           // COLL_SHM_SLOT_BYTES: one slot of a ring
+  // COLL_P2P_EAGER_BUDGET: how many bytes of small (eager) point-to-point messages a rank may
+  // have sent to one peer that the peer has not yet handed to a receive; past it, messages wait
+  // for their receive (rendezvous). What a receiver holds unasked is bounded by this per peer.
+  size_t p2p_eager_budget = 4 << 20;
   int shm_nslots = 8;                          // COLL_SHM_NSLOTS: slots per ring
   // Ops whose buffer is at least this big tell transports to write received data around the
   // caches (Connection::setStreamingReceives), and copy their own input to their output the

@@ -9,6 +9,10 @@
 // and then drives the envelope protocol (p2p_wire.h): an envelope receive is always posted on
 // every connection, so whatever a peer sends is read; small messages go eager, large ones
 // after the receiver has matched a buffer (RTS, CTS, DATA), straight into that buffer.
+// Eager data a receiver holds before its receives are posted is bounded: a sender may have at
+// most eager_budget bytes of eager messages to one peer that the peer has not yet handed to a
+// receive; the receiver returns credit (CREDIT) as it hands them over, and a message past the
+// budget goes by rendezvous instead, so a sender far ahead waits rather than filling its peer.
 //
 // Each op must complete within COLL_TIMEOUT of its posting. A failure (a peer lost, a timeout,
 // a size disagreement) fails every outstanding op with the error, which names the op, the
@@ -33,6 +37,9 @@ struct EngineOptions {
   int size = 1;
   std::chrono::milliseconds timeout{300'000};  // per op, from its posting (COLL_TIMEOUT)
   std::chrono::microseconds spin{50};           // polling before sleeping while ops are outstanding
+  // Eager bytes in flight to one peer (sent, not yet handed to a receive there) at most; a
+  // message past it goes by rendezvous (COLL_P2P_EAGER_BUDGET; 0: every message does).
+  uint64_t eager_budget = 4 << 20;
   transport::Deadline connect_deadline;         // for connecting to every peer
   std::function<void(const Error&)> on_failure;  // called once, from the engine's thread
 };

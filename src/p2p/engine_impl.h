@@ -56,6 +56,8 @@ class Engine::Impl {
     EnvelopeBuffer in{};                   // the envelope receive, always posted
     std::map<int, uint64_t> next_seq;      // per tag, for sends
     std::optional<Error> lost;             // the peer left or its connection failed
+    uint64_t eager_out = 0;   // eager bytes sent to the peer that it has not credited back
+    uint64_t eager_taken = 0;  // eager bytes from the peer handed to receives, not yet credited
   };
   enum CookieKind : uint64_t {
     kEnvelopeIn = 1,      // id: peer
@@ -93,6 +95,10 @@ class Engine::Impl {
   void onRts(int peer, const WireEnvelope& e);
   void onCts(int peer, const WireEnvelope& e);
   void onData(int peer, const WireEnvelope& e);
+  void onCredit(int peer, const WireEnvelope& e);
+  // `bytes` of the peer's eager messages left this rank's hands (delivered, or dropped):
+  // credit them back once a quarter of the budget has gathered.
+  void credit(int peer, uint64_t bytes);
   void bind(uint64_t inbound_id, uint64_t recv_id);
   void deliverEager(uint64_t inbound_id);
   void postEnvelopeRecv(int peer);

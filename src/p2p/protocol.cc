@@ -37,7 +37,9 @@ void Engine::Impl::startSend(uint64_t id, Op& op) {
   e.seq = op.seq = ch.next_seq[op.msg.tag]++;
   e.bytes = op.msg.bytes;
   e.send_id = id;
-  e.kind = op.msg.bytes <= kEagerLimit ? EnvelopeKind::eager : EnvelopeKind::rts;
+  const bool eager = op.msg.bytes <= kEagerLimit && ch.eager_out + op.msg.bytes <= opt_.eager_budget;
+  e.kind = eager ? EnvelopeKind::eager : EnvelopeKind::rts;
+  if (eager) ch.eager_out += op.msg.bytes;
   op.envelope = encode(e);
   if (e.kind == EnvelopeKind::eager && op.msg.bytes == 0)
     return ch.conn->postSend(op.envelope.data(), kEnvelopeBytes, kEnvelopeTag, cookie(kSendDone, id));
@@ -136,6 +138,7 @@ void Engine::Impl::onEnvelope(int peer) {
     case EnvelopeKind::rts: onRts(peer, e); break;
     case EnvelopeKind::cts: onCts(peer, e); break;
     case EnvelopeKind::data: onData(peer, e); break;
+    case EnvelopeKind::credit: onCredit(peer, e); break;
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (!failed_) postEnvelopeRecv(peer);
@@ -211,6 +214,22 @@ void Engine::Impl::onData(int peer, const WireEnvelope& e) {
   channels_[peer].conn->postRecv(it->second.msg.data, e.bytes, kPayloadTag, cookie(kPayloadInto, e.recv_id));
 }
 
+void Engine::Impl::onCredit(int peer, const WireEnvelope& e) {
+  Channel& ch = channels_[peer];
+  ch.eager_out -= std::min(ch.eager_out, e.bytes);
+}
+
+void Engine::Impl::credit(int peer, uint64_t bytes) {
+  Channel& ch = channels_[peer];
+  ch.eager_taken += bytes;
+  if (ch.eager_taken == 0 || ch.eager_taken < opt_.eager_budget / 4 || ch.lost) return;
+  WireEnvelope c;
+  c.kind = EnvelopeKind::credit;
+  c.bytes = ch.eager_taken;
+  ch.eager_taken = 0;
+  sendControl(peer, c);
+}
+
 // An eager payload is here (or was matched after it came): hand it to its receive.
 void Engine::Impl::deliverEager(uint64_t inbound_id) {
   auto it = inbound_.find(inbound_id);
@@ -218,14 +237,18 @@ void Engine::Impl::deliverEager(uint64_t inbound_id) {
   Inbound& in = it->second;
   in.payload_done = true;
   if (in.dropped) {
+    credit(in.source, in.envelope.bytes);
     inbound_.erase(it);
     return;
   }
   if (in.recv_id == 0) return;  // unexpected: waits in the matcher for its receive
   uint64_t recv_id = in.recv_id;
   if (in.into_heap && in.envelope.bytes > 0) std::memcpy(ops_.at(recv_id).msg.data, in.heap.data(), in.envelope.bytes);
+  const int source = in.source;
+  const uint64_t bytes = in.envelope.bytes;
   inbound_.erase(it);
   complete(recv_id, std::nullopt);
+  credit(source, bytes);
 }
 
 void Engine::Impl::postEnvelopeRecv(int peer) {

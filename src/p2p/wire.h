@@ -7,6 +7,7 @@
 //   RTS    ready to send: a large message waits until the receiver has matched a buffer.
 //   CTS    clear to send, receiver to sender: the buffer for message `send_id` is `recv_id`.
 //   DATA   the payload of a large message follows (after CTS).
+//   CREDIT receiver to sender: `bytes` of eager messages were handed to receives here.
 // Decoding validates everything a peer controls (magic, kind, sizes), since a connection's
 // peer passed the job secret but may still be a different build or broken.
 #pragma once
@@ -20,7 +21,7 @@
 
 namespace coll::p2p {
 
-enum class EnvelopeKind : uint8_t { eager = 1, rts = 2, cts = 3, data = 4 };
+enum class EnvelopeKind : uint8_t { eager = 1, rts = 2, cts = 3, data = 4, credit = 5 };
 
 struct WireEnvelope {
   EnvelopeKind kind = EnvelopeKind::eager;

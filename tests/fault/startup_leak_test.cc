@@ -1,6 +1,6 @@
 // What a rank killed during start-up leaves in /dev/shm is removed by the next job on the host
 // (src/transport/shm/stale_segments.h). A child makes a segment as the shared-memory transport
-// does (created, header with its PID and start time) and is killed before removing its name,
+// does (created with the owner's lock held, then its header) and is killed before removing its name,
 // as ranks killed before the set-up barrier are; a 2-rank job then starts, and its lowest rank
 // removes the segment while a live process's stays.
 #include <gtest/gtest.h>
@@ -22,7 +22,7 @@ namespace shm = transport::shm;
 
 // Makes /dev/shm<name> with a header owned by the calling process.
 void makeSegment(const std::string& name) {
-  shm::Mapping mapping;
+  static shm::Mapping mapping;  // kept: it holds the owner's lock
   Status st = shm::createSegment(name, 1 << 20, 1, &mapping);
   if (!st) {
     std::fprintf(stderr, "createSegment: %s\n", st.message().c_str());
@@ -33,7 +33,6 @@ void makeSegment(const std::string& name) {
   h->version = shm::kLayoutVersion;
   h->owner_rank = 5;
   h->owner_pid = static_cast<int32_t>(::getpid());
-  h->owner_started = shm::processStartTicks(::getpid());
 }
 
 TEST(StartupLeak, TheNextJobRemovesSegmentsOfRanksKilledBeforeRemovingThem) {

@@ -32,6 +32,7 @@ using P2pWork = std::shared_ptr<detail::WorkState>;
 
 struct P2pOptions {
   std::chrono::milliseconds op_timeout{10'000};  // EngineOptions::timeout (COLL_TIMEOUT)
+  uint64_t eager_budget = 4 << 20;                // EngineOptions::eager_budget
 };
 
 // One rank's engine over the transport under test.

@@ -32,6 +32,7 @@ P2pRank::P2pRank(const TransportUnderTest& t, Endpoint& endpoint, const P2pOptio
   o.rank = ep.self.rank;
   o.size = ep.self.size;
   o.timeout = options.op_timeout;
+  o.eager_budget = options.eager_budget;
   o.connect_deadline = ep.deadline;
   engine_ = std::make_unique<p2p::Engine>(std::move(o), std::move(owned), std::move(for_peer));
 }

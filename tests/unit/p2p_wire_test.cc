@@ -11,7 +11,8 @@ namespace coll::p2p {
 namespace {
 
 TEST(P2pWire, EveryFieldRoundTrips) {
-  for (EnvelopeKind kind : {EnvelopeKind::eager, EnvelopeKind::rts, EnvelopeKind::cts, EnvelopeKind::data}) {
+  for (EnvelopeKind kind : {EnvelopeKind::eager, EnvelopeKind::rts, EnvelopeKind::cts, EnvelopeKind::data,
+                            EnvelopeKind::credit}) {
     WireEnvelope e{kind, 2147483647, 0xfedcba9876543210ull, kind == EnvelopeKind::eager ? kEagerLimit : 1ull << 40,
                    std::numeric_limits<uint64_t>::max(), 42};
     EnvelopeBuffer b = encode(e);
@@ -32,6 +33,7 @@ TEST(P2pWire, OnlyEagerAndDataWithBytesCarryAPayload) {
   EXPECT_TRUE(hasPayload({EnvelopeKind::data, 0, 0, 1 << 20, 0, 0}));
   EXPECT_FALSE(hasPayload({EnvelopeKind::rts, 0, 0, 1 << 20, 0, 0}));
   EXPECT_FALSE(hasPayload({EnvelopeKind::cts, 0, 0, 1 << 20, 0, 0}));
+  EXPECT_FALSE(hasPayload({EnvelopeKind::credit, 0, 0, 1 << 20, 0, 0}));
 }
 
 TEST(P2pWire, WhatAPeerCouldSendWrongIsRefusedByName) {
@@ -54,8 +56,8 @@ TEST(P2pWire, WhatAPeerCouldSendWrongIsRefusedByName) {
   b[5] = 0;
   refused(b, 64, "unknown kind 0");
   b = good;
-  b[5] = 5;
-  refused(b, 64, "unknown kind 5");
+  b[5] = 6;
+  refused(b, 64, "unknown kind 6");
   refused(encode({EnvelopeKind::eager, -1, 0, 8, 0, 0}), 64, "negative tag -1");
   refused(encode({EnvelopeKind::eager, 0, 0, kEagerLimit + 1, 0, 0}), 64, "over the");
 }

@@ -33,6 +33,7 @@ Status P2pPath::start(const Config& config, const transport::PeerDirectory& coll
   engine.rank = collectives.rank;
   engine.size = collectives.size;
   engine.timeout = config.timeout;
+  engine.eager_budget = config.p2p_eager_budget;
   engine.connect_deadline = deadline;
   engine.on_failure = std::move(on_failure);
   path->engine_ = std::make_unique<p2p::Engine>(std::move(engine), std::move(set.owned), std::move(set.for_peer));

@@ -47,10 +47,8 @@ struct SegmentHeader {
   uint32_t nchannels = 0;
   int32_t owner_rank = -1;
   int32_t owner_pid = 0;
-  // When the owner process started (clock ticks since boot, /proc/<pid>/stat): with owner_pid
-  // it names that process across PID reuse, so a later job can tell a dead owner's segment
-  // (stale_segments.h). magic, version and owner_pid keep their offsets in every version.
-  uint64_t owner_started = 0;
+  // magic, version and owner_pid keep their offsets in every version (stale_segments.cc
+  // reads them from segments of older layouts). Version 5: the owner holds a lock on it.
   uint64_t slot_bytes = 0;
   uint32_t nslots = 0;
   uint32_t reserved = 0;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -64,6 +65,7 @@ Mapping& Mapping::operator=(Mapping&& o) noexcept {
     bytes_ = o.bytes_;
     o.base_ = nullptr;
     o.bytes_ = 0;
+    owner_lock_ = std::move(o.owner_lock_);
   }
   return *this;
 }
@@ -91,8 +93,14 @@ Status createSegment(const std::string& name, size_t bytes, int host_ranks, Mapp
     return err == ENOSPC ? tooSmall(bytes, host_ranks) : sysError("posix_fallocate", name, err);
   }
   Status st = mapFd(fd.get(), bytes, name, out);
-  if (!st) ::shm_unlink(name.c_str());
-  return st;
+  if (!st) {
+    ::shm_unlink(name.c_str());
+    return st;
+  }
+  // Before the header (and its magic) is written: a reclaimer never sees a magic without it.
+  if (::flock(fd.get(), LOCK_SH) != 0) COLL_INFO("SHM", "flock(%s): %s", name.c_str(), std::strerror(errno));
+  out->holdOwnerLock(std::move(fd));
+  return Status::ok();
 }
 
 Status openSegment(const std::string& name, Mapping* out) {

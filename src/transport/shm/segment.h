@@ -23,7 +23,10 @@ class Mapping {
  public:
   Mapping() = default;
   Mapping(void* base, size_t bytes) : base_(base), bytes_(bytes) {}
-  Mapping(Mapping&& o) noexcept : base_(o.base_), bytes_(o.bytes_) { o.base_ = nullptr; o.bytes_ = 0; }
+  Mapping(Mapping&& o) noexcept : base_(o.base_), bytes_(o.bytes_), owner_lock_(std::move(o.owner_lock_)) {
+    o.base_ = nullptr;
+    o.bytes_ = 0;
+  }
   Mapping& operator=(Mapping&& o) noexcept;
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
@@ -33,16 +36,21 @@ class Mapping {
   size_t bytes() const { return bytes_; }
   SegmentHeader* header() const { return static_cast<SegmentHeader*>(base_); }
   explicit operator bool() const { return base_ != nullptr; }
+  // The owner's segment keeps its descriptor open with a shared flock on it for as long as it
+  // is mapped: the lock ends with the process, however it dies, which is how a later job
+  // tells a dead owner's segment from a live one (stale_segments.h), across PID namespaces.
+  void holdOwnerLock(UniqueFd fd) { owner_lock_ = std::move(fd); }
 
  private:
   void* base_ = nullptr;
   size_t bytes_ = 0;
+  UniqueFd owner_lock_;
 };
 
 std::string segmentName(const std::string& secret, const std::string& key_prefix, int rank);
 
 // Creates the segment (exclusively; a stale one of the same name, left by a crashed run of
-// the same job, is replaced), reserves `bytes` of /dev/shm so that a full /dev/shm fails here
+// the same job, is replaced), takes the owner's lock on it (Mapping::holdOwnerLock), reserves `bytes` of /dev/shm so that a full /dev/shm fails here
 // rather than with SIGBUS later, and maps it. `host_ranks` (ranks on this host, each making
 // one such segment) only shapes the error message, which names the space needed.
 Status createSegment(const std::string& name, size_t bytes, int host_ranks, Mapping* out);

@@ -3,7 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,8 +11,6 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "base/fd_io.h"
 #include "base/log.h"
@@ -28,47 +26,31 @@ struct HeaderPrefix {
   uint32_t nchannels;
   int32_t owner_rank;
   int32_t owner_pid;
-  uint64_t owner_started;  // version 5 and later
 };
 static_assert(offsetof(SegmentHeader, owner_pid) == offsetof(HeaderPrefix, owner_pid));
-static_assert(offsetof(SegmentHeader, owner_started) == offsetof(HeaderPrefix, owner_started));
 
-bool ownerLives(const HeaderPrefix& h) {
+// Whether the segment open at `fd` still has its owner: from version 5 the owner holds a
+// shared lock on it while it lives; before, only its PID says.
+bool ownerLives(int fd, const HeaderPrefix& h) {
+  if (h.version >= 5) return ::flock(fd, LOCK_EX | LOCK_NB) != 0;  // held by someone: alive
   if (h.owner_pid <= 0) return true;  // cannot judge: leave it
-  if (h.version >= 5) {
-    uint64_t started = processStartTicks(h.owner_pid);
-    return started != 0 && started == h.owner_started;
-  }
   return ::kill(h.owner_pid, 0) == 0 || errno == EPERM;
 }
 
-// The header of dir/name if it is this user's coll segment; false otherwise.
-bool readHeader(int dir_fd, const char* name, HeaderPrefix* h, uint64_t* bytes) {
+// Opens dir/name if it is this user's coll segment, its header in *h; null otherwise.
+UniqueFd openSegmentFile(int dir_fd, const char* name, HeaderPrefix* h, uint64_t* bytes) {
   UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   struct stat st;
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
       static_cast<size_t>(st.st_size) < sizeof(HeaderPrefix))
-    return false;
+    return UniqueFd();
   *bytes = static_cast<uint64_t>(st.st_blocks) * 512;
-  return ::pread(fd.get(), h, sizeof *h, 0) == static_cast<ssize_t>(sizeof *h) && h->magic == kSegmentMagic;
+  if (::pread(fd.get(), h, sizeof *h, 0) != static_cast<ssize_t>(sizeof *h) || h->magic != kSegmentMagic)
+    return UniqueFd();
+  return fd;
 }
 
 }  // namespace
-
-uint64_t processStartTicks(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return 0;
-  // The command may hold spaces and parentheses: the fields start after the last ')'.
-  size_t close = line.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(line.substr(close + 2));
-  std::string field;
-  // Field 3 (state) is the first after ')'; the start time is field 22.
-  for (int i = 3; i < 22 && fields >> field; ++i) {}
-  uint64_t started = 0;
-  return fields >> started ? started : 0;
-}
 
 Reclaimed reclaimStaleSegments(const std::string& dir) {
   Reclaimed done;
@@ -78,7 +60,8 @@ Reclaimed reclaimStaleSegments(const std::string& dir) {
     if (std::strncmp(e->d_name, "coll-", 5) != 0 || std::strncmp(e->d_name, "coll-wake", 9) == 0) continue;
     HeaderPrefix h{};
     uint64_t bytes = 0;
-    if (!readHeader(::dirfd(d), e->d_name, &h, &bytes) || ownerLives(h)) continue;
+    UniqueFd fd = openSegmentFile(::dirfd(d), e->d_name, &h, &bytes);
+    if (!fd || ownerLives(fd.get(), h)) continue;
     if (::unlinkat(::dirfd(d), e->d_name, 0) != 0) continue;  // another rank got there first
     ++done.segments;
     done.bytes += bytes;

@@ -3,11 +3,11 @@
 // peers that died before; but when every rank of a host dies before that barrier (the kernel's
 // out-of-memory killer, then the launcher, ending a 128-rank start-up), nobody is left to, and
 // each such job took gigabytes of /dev/shm from the next. The lowest rank of each host's next
-// job removes them: coll's segments (magic, name "coll-*", this user's) whose owner process
-// no longer exists (its PID gone, or reused by a process started at another time).
+// job removes them: coll's segments (magic, name "coll-*", this user's) whose owner no longer
+// holds its lock on them. The owner takes a shared flock on its segment before writing the
+// magic and keeps it while it lives (segment.h); the kernel drops it when the process dies,
+// however it dies, so a free lock means a dead owner, whatever PID namespace it ran in.
 #pragma once
-
-#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -15,17 +15,14 @@
 
 namespace coll::transport::shm {
 
-// When process `pid` started, in clock ticks since boot (/proc/<pid>/stat); 0 when there is
-// no such process (or it cannot be read).
-uint64_t processStartTicks(pid_t pid);
-
 struct Reclaimed {
   int segments = 0;
   uint64_t bytes = 0;
 };
 
 // Removes the stale segments in `dir` (/dev/shm normally). Never touches a segment whose
-// owner lives, one being written (no magic yet), another user's, or anything not coll's.
+// owner lives, one being written (no magic yet), another user's, or anything not coll's; a
+// segment of an older layout (no lock) only when no process has its owner's PID.
 Reclaimed reclaimStaleSegments(const std::string& dir = "/dev/shm");
 
 }  // namespace coll::transport::shm

@@ -184,12 +184,14 @@ Status ShmTransport::createOwn() {
   COLL_RETURN_IF_ERROR(createSegment(segmentNameFor(dir_, dir_.rank), geometry_.segmentBytes(),
                                      static_cast<int>(local_peers_.size()) + 1, &own_));
   auto* h = new (own_.base()) SegmentHeader();
-  h->magic = kSegmentMagic;
   h->version = kLayoutVersion;
   h->nchannels = geometry_.nchannels;
   h->owner_rank = dir_.rank;
   h->owner_pid = static_cast<int32_t>(::getpid());
-  h->owner_started = processStartTicks(::getpid());
+  // The magic after the owner's PID: a later job's reclaimer (stale_segments.h) reads it
+  // from a segment of an older layout.
+  std::atomic_thread_fence(std::memory_order_release);
+  h->magic = kSegmentMagic;
   h->slot_bytes = geometry_.slot_bytes;
   h->nslots = geometry_.nslots;
   h->channel_stride = geometry_.channelStride();
