@@ -1,16 +1,19 @@
 #!/usr/bin/python3
-"""The chaos soak: mixed, checked collectives on N ranks (build/bin/coll_chaos under collrun)
-while this driver kills (SIGKILL) or stops (SIGSTOP, then SIGKILL once the survivors have
-reported it) random ranks. After each fault the survivors report it, learn the victim from
-this driver's fault file, shrink and go on; the next fault comes once every survivor runs on
-the new communicator. At the end: ops run, faults injected, faults reported, wrong results,
-leaked descriptors, threads and /dev/shm segments, and resident-set growth.
+"""The chaos soak: mixed, checked collectives and point-to-point on N ranks (build/bin/coll_chaos
+under collrun) while this driver kills (SIGKILL) or stops (SIGSTOP, then SIGKILL once the
+survivors have gone on) random ranks at random moments. After each fault the survivors report
+it and shrink() without being told whom to leave out (they find the dead and agree on who is
+alive); the next fault comes once every survivor runs on the new communicator. Then each rank
+recovers --recoveries more times with nobody failed (revoke, agree, a new communicator), so
+that anything a recovery leaks adds up. At the end: ops run, faults injected and reported,
+whether every survivor left out exactly the victims and saw the same membership, the time
+from a fault to the new communicator against 2 x COLL_TIMEOUT, wrong results, leaked
+descriptors, threads and /dev/shm segments, and resident-set growth.
 
   bench/soak/chaos.py [--build build] [--ranks 6] [--minutes 10] [--transport shm|socket]
-                      [--timeout 5] [--seed 1] [--min-ranks 2]
+                      [--timeout 5] [--seed 1] [--min-ranks 2] [--recoveries 0]
 
-Exit 0 when nothing was wrong: every fault reported by every survivor, no wrong result, no
-unexplained failure, nothing leaked.
+Exit 0 when nothing was wrong. ctest chaos.short runs it for a minute.
 """
 import argparse
 import os
@@ -35,6 +38,7 @@ def parse_args():
     p.add_argument("--timeout", type=int, default=5, help="COLL_TIMEOUT: a stopped rank is noticed after it")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--min-ranks", type=int, default=2, help="no fault that would leave fewer")
+    p.add_argument("--recoveries", type=int, default=0, help="fault-free shrinks at the end, for leaks")
     return p.parse_args()
 
 
@@ -52,7 +56,7 @@ class Job:
         seconds = args.minutes * 60
         cmd = [f"{args.build}/bin/collrun", "-n", str(args.ranks), "--kill-after", "0",
                "--timeout", str(int(seconds + 120)), "--", f"{args.build}/bin/coll_chaos", "--dir", work,
-               "--seconds", str(seconds), "--seed", str(args.seed)]
+               "--seconds", str(seconds), "--seed", str(args.seed), "--recoveries", str(args.recoveries)]
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.reader = threading.Thread(target=self.read, daemon=True)
         self.reader.start()
@@ -122,15 +126,33 @@ def drive(job, args):
 
 
 def read_reports(work, faults):
-    """Each survivor's report of each fault: (code, seconds, named) from its report file."""
+    """Each survivor's report of each fault: (code, seconds to the error, named, seconds to the
+    new communicator, the ranks it left out) from its report file."""
     reports = []
     for index in range(len(faults)):
         for name in os.listdir(work):
             if name.startswith(f"report.{index}."):
                 with open(f"{work}/{name}") as f:
-                    code, seconds, named = f.read().split()
-                reports.append((code, float(seconds), named == "named"))
+                    code, seconds, named, recovered, gone = f.read().split()
+                reports.append((code, float(seconds), named == "named", float(recovered), gone))
     return reports
+
+
+def memberships_agree(work, faults, alive):
+    """After fault i every survivor of it saw the same members: all alive then, in order."""
+    bad = []
+    for index in range(len(faults)):
+        expected = sorted(alive | {r for r, _ in faults[index + 1:]})
+        seen = {}
+        for r in expected:
+            try:
+                with open(f"{work}/members.{index + 1}.{r}") as f:
+                    seen[r] = f.read().strip()
+            except OSError:
+                seen[r] = "(none)"
+        want = ",".join(map(str, expected))
+        bad += [f"after fault {index} rank {r} saw {v}, not {want}" for r, v in seen.items() if v != want]
+    return bad
 
 
 def report(job, args, faults, alive, leaked_segments, seconds):
@@ -146,6 +168,8 @@ def report(job, args, faults, alive, leaked_segments, seconds):
     # The launcher watcher (one thread per process, started with the first communicator) stays.
     threads = max((int(v["threads_after"]) - int(v["threads_start"]) - int(v.get("lifeline", 0))
                    for v in s.values()), default=0)
+    bad_members = memberships_agree(job.work, faults, alive)
+    slowest = max((r[3] for r in reports), default=0)
     rows = [
         ("ranks at start / at the end", f"{args.ranks} / {len(alive)}"),
         ("transport, COLL_TIMEOUT", f"{args.transport}, {args.timeout} s"),
@@ -157,6 +181,12 @@ def report(job, args, faults, alive, leaked_segments, seconds):
         ("reports naming the victim", f"{sum(r[2] for r in reports)} of {expected_reports}"),
         ("report time after the fault", f"{min((r[1] for r in reports), default=0):.2f} to "
                                         f"{max((r[1] for r in reports), default=0):.2f} s"),
+        ("every survivor left out exactly the victims, same membership", "yes" if not bad_members else
+         "; ".join(bad_members[:3])),
+        ("fault to the new communicator (slowest survivor)", f"{slowest:.2f} s (2 x COLL_TIMEOUT = {2 * args.timeout} s)"),
+        ("fault-free recoveries (each rank) at the end", str(min((int(v.get("recoveries", 0)) for v in s.values()),
+                                                                 default=0)) +
+         f" (ops another rank's shrink revoked: {total('revoked_ops')})"),
         ("wrong results", str(total("wrong"))),
         ("unexplained failures", str(total("unexplained"))),
         ("descriptors, threads leaked (worst rank; all communicators destroyed, against before the first)",
@@ -170,7 +200,9 @@ def report(job, args, faults, alive, leaked_segments, seconds):
     for name, value in rows:
         print(f"| {name} | {value} |")
     ok = (total("wrong") == 0 and total("unexplained") == 0 and len(in_time) == expected_reports and
-          fds <= 0 and threads <= 0 and not leaked_segments and len(s) == len(alive))
+          fds <= 0 and threads <= 0 and not leaked_segments and len(s) == len(alive) and not bad_members and
+          slowest <= 2 * args.timeout and
+          all(int(v.get("recoveries", 0)) == args.recoveries for v in s.values()))
     return ok
 
 

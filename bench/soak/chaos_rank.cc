@@ -1,14 +1,22 @@
 // coll_chaos: one rank of the chaos soak (bench/soak/chaos.py drives it). Runs mixed, checked
-// collectives until its time is up while the driver kills or stops ranks; after each fault it
-// reports what its op failed with, learns from the driver whom to exclude (as an elastic
-// agent would tell it), shrinks, and goes on. At the end it prints one summary line.
+// collectives and point-to-point until its time is up while the driver kills or stops ranks;
+// after each fault it reports what its op failed with and calls shrink() with no list: the
+// survivors find the dead and agree on who is alive themselves (Communicator::shrink). Only
+// then does it read the driver's record of the fault, to check the survivors got it right. At
+// the end, `--recoveries K` shrinks K more times with everyone alive (revoke, agree, a new
+// communicator: a recovery's every step but the fault), so that a leak per recovery shows.
+// Then it prints one summary line.
 //
 //   collrun -n 6 --kill-after 0 -- build/bin/coll_chaos --dir DIR [--seconds 600] [--seed 1]
+//                                                       [--recoveries 0]
 //
 // The driver's files in DIR: faults (one line per fault, written before the signal: "<index>
 // <original rank> <kill|stop> <CLOCK_MONOTONIC ns>"). This rank's: pid.<original rank> (its
-// pid, at start) and epoch.<e>.<original rank> (it runs on the communicator of epoch e, made
-// after fault e; the driver injects the next fault only once every survivor is there).
+// pid, at start), epoch.<e>.<original rank> (it runs on the communicator of epoch e, made
+// after fault e; the driver injects the next fault only once every survivor is there),
+// members.<e>.<original rank> (the original ranks of that communicator, as this rank sees it)
+// and report.<fault>.<original rank> ("<code> <seconds to the error> named|unnamed <seconds to
+// the new communicator> <ranks it found failed>").
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +50,7 @@ struct Options {
   std::string dir;
   double seconds = 600;
   uint64_t seed = 1;
+  int recoveries = 0;
 };
 
 struct Fault {
@@ -94,9 +103,16 @@ bool namesRank(const std::string& message, int r) {
 
 // What the summary line carries; each fault's report goes to its own file (recover()).
 struct Tally {
-  uint64_t ops = 0, wrong = 0, unexplained = 0;
+  uint64_t ops = 0, wrong = 0, unexplained = 0, recoveries = 0;
+  uint64_t revoked_ops = 0;  // fault-free recoveries: an op a faster rank's shrink revoked
   std::string first_wrong;
 };
+
+std::string joined(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s.empty() ? "-" : s;
+}
 
 class ChaosRank {
  public:
@@ -115,6 +131,7 @@ class ChaosRank {
     runOps(kWarmupOps, end);
     before_ = sampleProcessResources();
     while (!done_ && comm_ && comm_->size() >= 2) runOps(UINT64_MAX, end);
+    if (done_) recoverWithoutFaults();
     comm_.reset();  // the last communicator too: what it held must come back
     after_ = sampleProcessResources();
     printSummary();
@@ -148,50 +165,97 @@ class ChaosRank {
     return up == 1;
   }
 
-  // An op failed: judge the report, learn the victims, shrink to the survivors.
+  // An op failed: the survivors find who failed and shrink without them (no one tells them);
+  // then the driver's record says whether they got it right.
   void recover(const Error& e) {
     const int64_t failed_ns = monotonicNs();
-    std::vector<Fault> faults = newFaults(o_.dir, handled_);
-    if (faults.empty()) {
+    std::unique_ptr<Communicator> next;
+    std::vector<int> members;
+    try {
+      next = comm_->shrink();
+      members = originalRanksOf(*next);
+    } catch (const Error& e2) {
       ++t_.unexplained;
-      std::printf("chaos: rank %d: an op failed with no fault injected: %s\n", original_, e.what());
+      std::printf("chaos: rank %d: shrink failed: %s\n", original_, e2.what());
       comm_.reset();
       return;
     }
-    std::vector<int> excluded;
-    for (const Fault& f : faults) {
-      const double seconds = (failed_ns - f.injected_ns) / 1e9;
-      bool named = false;
-      for (size_t r = 0; r < original_of_.size(); ++r)
-        if (original_of_[r] == f.original_rank) {
-          excluded.push_back(static_cast<int>(r));
-          named = namesRank(e.what(), static_cast<int>(r));
-        }
-      // For the driver, which counts the reports of ranks it kills later too.
-      writeFile(o_.dir + "/report." + std::to_string(f.index) + "." + std::to_string(original_),
-                std::string(toString(e.code())) + " " + std::to_string(seconds) + " " + (named ? "named" : "unnamed"));
-    }
-    handled_ += faults.size();
-    std::printf("chaos: rank %d: fault %d reported after %.2f s: %s\n", original_, faults.back().index,
-                (failed_ns - faults.back().injected_ns) / 1e9, e.what());
-    shrinkWithout(excluded);
+    const int64_t recovered_ns = monotonicNs();
+    std::vector<int> gone;
+    for (int r : original_of_)
+      if (std::find(members.begin(), members.end(), r) == members.end()) gone.push_back(r);
+    std::vector<Fault> faults = newFaults(o_.dir, handled_);
+    judge(e, faults, gone, failed_ns, recovered_ns);
+    original_of_ = members;
+    comm_ = std::move(next);
+    ++epoch_;
+    writeFile(o_.dir + "/members." + std::to_string(epoch_) + "." + std::to_string(original_), joined(members));
+    markEpoch();
   }
 
-  void shrinkWithout(const std::vector<int>& excluded) {
-    try {
-      std::unique_ptr<Communicator> next = comm_->shrink(excluded);
-      std::vector<int> kept;
-      for (size_t r = 0; r < original_of_.size(); ++r)
-        if (std::find(excluded.begin(), excluded.end(), static_cast<int>(r)) == excluded.end())
-          kept.push_back(original_of_[r]);
-      original_of_ = kept;
-      comm_ = std::move(next);
-      ++epoch_;
-      markEpoch();
-    } catch (const Error& e) {
+  // Every rank's original rank, in the new communicator's order: what this rank thinks it is.
+  std::vector<int> originalRanksOf(Communicator& comm) {
+    std::vector<int32_t> all(static_cast<size_t>(comm.size()));
+    int32_t mine = original_;
+    comm.allgather(&mine, all.data(), 1, DataType::i32).wait();
+    return {all.begin(), all.end()};
+  }
+
+  void judge(const Error& e, const std::vector<Fault>& faults, const std::vector<int>& gone, int64_t failed_ns,
+             int64_t recovered_ns) {
+    std::vector<int> victims;
+    for (const Fault& f : faults) victims.push_back(f.original_rank);
+    std::sort(victims.begin(), victims.end());
+    if (faults.empty() || victims != gone) {
       ++t_.unexplained;
-      std::printf("chaos: rank %d: shrink failed: %s\n", original_, e.what());
-      comm_.reset();
+      std::printf("chaos: rank %d: the survivors left out ranks %s where the driver's faults hit %s: %s\n", original_,
+                  joined(gone).c_str(), joined(victims).c_str(), e.what());
+    }
+    for (const Fault& f : faults) {
+      bool named = false;
+      for (size_t r = 0; r < original_of_.size(); ++r)
+        if (original_of_[r] == f.original_rank) named = namesRank(e.what(), static_cast<int>(r));
+      // For the driver, which counts the reports of ranks it kills later too.
+      writeFile(o_.dir + "/report." + std::to_string(f.index) + "." + std::to_string(original_),
+                std::string(toString(e.code())) + " " + std::to_string((failed_ns - f.injected_ns) / 1e9) + " " +
+                    (named ? "named" : "unnamed") + " " + std::to_string((recovered_ns - f.injected_ns) / 1e9) + " " +
+                    joined(gone));
+    }
+    handled_ += faults.size();
+    if (!faults.empty())
+      std::printf("chaos: rank %d: fault %d: reported after %.2f s, shrunk without %s after %.2f s: %s\n", original_,
+                  faults.back().index, (failed_ns - faults.back().injected_ns) / 1e9, joined(gone).c_str(),
+                  (recovered_ns - faults.back().injected_ns) / 1e9, e.what());
+  }
+
+  // Shrinks with everyone alive, `recoveries` times, checking an op on each new communicator.
+  void recoverWithoutFaults() {
+    MixedOpStream stream(o_.seed + 77, kMaxCount, comm_->size());
+    for (int i = 0; i < o_.recoveries && comm_; ++i) {
+      try {
+        std::unique_ptr<Communicator> next = comm_->shrink();
+        if (next->size() != comm_->size()) {
+          ++t_.unexplained;
+          std::printf("chaos: rank %d: a fault-free shrink left %d of %d ranks\n", original_, next->size(), comm_->size());
+        }
+        comm_ = std::move(next);
+        ++t_.recoveries;
+        std::string wrong = runAndCheck(*comm_, stream.next(), buffers_);
+        ++t_.ops;
+        if (!wrong.empty() && t_.wrong++ == 0) t_.first_wrong = wrong;
+        // Everyone's op done before anyone revokes it to shrink again.
+        comm_->barrier().wait();
+      } catch (const Error& e) {
+        // A rank done with the op may revoke it (its next shrink) before this one saw it end,
+        // as in any recovery: this rank then shrinks too, in the next round.
+        if (std::strstr(e.what(), "communicator revoked by rank") != nullptr) {
+          ++t_.revoked_ops;
+          continue;
+        }
+        ++t_.unexplained;
+        std::printf("chaos: rank %d: fault-free recovery %d failed: %s\n", original_, i, e.what());
+        comm_.reset();
+      }
     }
   }
 
@@ -202,11 +266,12 @@ class ChaosRank {
   void markEpoch() { writeFile(o_.dir + "/epoch." + std::to_string(epoch_) + "." + std::to_string(original_), "ready"); }
 
   void printSummary() const {
-    std::printf("chaos-summary rank=%d ops=%llu wrong=%llu unexplained=%llu rss_before=%lld rss_after=%lld "
+    std::printf("chaos-summary rank=%d ops=%llu wrong=%llu unexplained=%llu recoveries=%llu revoked_ops=%llu rss_before=%lld rss_after=%lld "
                 "fds_start=%d fds_before=%d fds_after=%d threads_start=%d threads_before=%d threads_after=%d "
                 "lifeline=%d first_wrong=\"%s\"\n",
                 original_, (unsigned long long)t_.ops, (unsigned long long)t_.wrong,
-                (unsigned long long)t_.unexplained, (long long)before_.rss_bytes, (long long)after_.rss_bytes,
+                (unsigned long long)t_.unexplained, (unsigned long long)t_.recoveries,
+                (unsigned long long)t_.revoked_ops, (long long)before_.rss_bytes, (long long)after_.rss_bytes,
                 start_.open_fds, before_.open_fds, after_.open_fds, start_.threads, before_.threads, after_.threads,
                 lifelineThreads(), t_.first_wrong.c_str());
     std::fflush(stdout);
@@ -218,7 +283,7 @@ class ChaosRank {
   std::vector<int> original_of_;  // by current rank
   int epoch_ = 0;
   bool done_ = false;
-  size_t handled_ = 0;
+  size_t handled_ = 0;  // faults of the driver's record already judged
   SoakBuffers buffers_{kMaxCount, kMaxRanks};
   Tally t_;
   ProcessResources start_, before_, after_;  // no communicator yet; after the warm-up; all destroyed
@@ -229,6 +294,7 @@ bool parseOptions(int argc, char** argv, Options* o) {
     if (!std::strcmp(argv[i], "--dir")) o->dir = argv[i + 1];
     else if (!std::strcmp(argv[i], "--seconds")) o->seconds = std::strtod(argv[i + 1], nullptr);
     else if (!std::strcmp(argv[i], "--seed")) o->seed = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--recoveries")) o->recoveries = std::atoi(argv[i + 1]);
     else return false;
   }
   return argc % 2 == 1 && !o->dir.empty() && o->seconds > 0;
@@ -240,7 +306,7 @@ bool parseOptions(int argc, char** argv, Options* o) {
 int main(int argc, char** argv) {
   coll::soak::Options options;
   if (!coll::soak::parseOptions(argc, argv, &options)) {
-    std::fprintf(stderr, "usage: coll_chaos --dir DIR [--seconds S] [--seed N]\n");
+    std::fprintf(stderr, "usage: coll_chaos --dir DIR [--seconds S] [--seed N] [--recoveries K]\n");
     return 2;
   }
   try {

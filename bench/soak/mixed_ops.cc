@@ -67,6 +67,18 @@ std::string runAlltoall(Communicator& comm, const MixedOp& op, SoakBuffers& b) {
                [&](size_t j) { return pairValue(int(j / op.count), r, j % op.count); });
 }
 
+std::string runRingShift(Communicator& comm, const MixedOp& op, SoakBuffers& b) {
+  const int r = comm.rank(), n = comm.size();
+  if (n == 1) return {};
+  const int next = (r + 1) % n, prev = (r + n - 1) % n, tag = int(op.index % 1000);
+  for (size_t i = 0; i < op.count; ++i) b.send[i] = pairValue(r, next, i);
+  Work in = comm.recv(b.recv.data(), op.count, DataType::f32, prev, tag);
+  Work out = comm.send(b.send.data(), op.count, DataType::f32, next, tag);
+  in.wait();
+  out.wait();
+  return check(op, b.recv.data(), op.count, [&](size_t i) { return pairValue(prev, r, i); });
+}
+
 }  // namespace
 
 const char* toString(OpKind kind) {
@@ -76,6 +88,7 @@ const char* toString(OpKind kind) {
     case OpKind::allgather: return "allgather";
     case OpKind::reduce_scatter: return "reducescatter";
     case OpKind::alltoall: return "alltoall";
+    case OpKind::ring_shift: return "ring_shift";
   }
   return "?";
 }
@@ -104,6 +117,7 @@ std::string runAndCheck(Communicator& comm, const MixedOp& op, SoakBuffers& buff
     case OpKind::allgather: return runAllgather(comm, op, buffers);
     case OpKind::reduce_scatter: return runReduceScatter(comm, op, buffers);
     case OpKind::alltoall: return runAlltoall(comm, op, buffers);
+    case OpKind::ring_shift: return runRingShift(comm, op, buffers);
   }
   return "unknown op kind";
 }

@@ -16,8 +16,10 @@
 
 namespace coll::soak {
 
-enum class OpKind { allreduce, broadcast, allgather, reduce_scatter, alltoall };
-inline constexpr int kNumOpKinds = 5;
+// ring_shift: point-to-point, each rank sending to the next and receiving from the previous
+// (eager and rendezvous sizes both, as counts go).
+enum class OpKind { allreduce, broadcast, allgather, reduce_scatter, alltoall, ring_shift };
+inline constexpr int kNumOpKinds = 6;
 const char* toString(OpKind kind);
 
 struct MixedOp {

@@ -122,7 +122,9 @@ Status CommunicatorImpl::shrinkToSurvivors(std::unique_ptr<CommunicatorImpl>* ou
   call.value = 0;
   if (revoke_question_.load() > 0) {
     // Live responders answer within milliseconds; one silent for this long is stopped or dead.
-    const auto window = std::min<transport::Clock::duration>(std::chrono::seconds(1), config_.timeout / 2);
+    // Not shorter than a second: a loaded host delays a thread that long now and then.
+    const auto window = std::clamp<transport::Clock::duration>(config_.timeout / 2, std::chrono::seconds(1),
+                                                               std::chrono::seconds(5));
     call.answered_key = answeredListKey(key_prefix_, revoke_question_.load());
     call.probe_end = bootstrap::Clock::time_point(std::chrono::nanoseconds(revoke_seen_ns_.load())) + window;
   }

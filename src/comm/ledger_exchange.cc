@@ -79,13 +79,14 @@ void LedgerResponder::loop() {
       if (!stopping_) COLL_INFO("STORE", "ledger responder stopped: %s", st.message().c_str());
       return;
     }
-    if (asker.rfind(kRevokePrefix, 0) == 0 && on_revoke_) on_revoke_(k, asker.substr(std::strlen(kRevokePrefix)));
     LedgerSnapshot mine = ledger_->snapshot();
     const auto limit = bootstrap::Clock::now() + kReconnectLimit;
     st = store_->set(answerKey(key_prefix_, k, mine.rank), mine.encode(), limit);
     int64_t answered = 0;
     if (st) st = store_->add(answeredKey(key_prefix_, k), 1, &answered, limit);
     if (st) st = store_->append(answeredListKey(key_prefix_, k), std::to_string(mine.rank), limit);
+    // After the answer: it says this process lives, however long failing its ops then takes.
+    if (asker.rfind(kRevokePrefix, 0) == 0 && on_revoke_) on_revoke_(k, asker.substr(std::strlen(kRevokePrefix)));
     if (!st) return;
     ++k;
   }

@@ -34,7 +34,7 @@ class LedgerResponder {
   // Opens a store connection of its own (a parked GET must not block the communicator's).
   using Connect = std::function<Status(bootstrap::Deadline, std::unique_ptr<bootstrap::StoreClient>*)>;
   // on_revoke: called on this thread with the question's number and the revoker's words when
-  // a question is a revoke (postRevoke), before the answer, which then says this rank is alive.
+  // a question is a revoke (postRevoke), after the answer (which says this rank is alive).
   using OnRevoke = std::function<void(int64_t question, const std::string& why)>;
   static Status start(Connect connect, const std::string& key_prefix, const Ledger* ledger, OnRevoke on_revoke,
                       bootstrap::Deadline connect_deadline, std::unique_ptr<LedgerResponder>* out);
@@ -57,8 +57,8 @@ class LedgerResponder {
 };
 
 // Revoking through the responders: the revoke is a question ("revoke <why>") that every live
-// responder sees at once (each is parked on the next question's key); each calls its on_revoke,
-// then answers, appending its rank to the list answeredListKey(k). Returns k. The caller owns
+// responder sees at once (each is parked on the next question's key); each answers, appending
+// its rank to the list answeredListKey(k), then calls its on_revoke. Returns k. The caller owns
 // the store client (not the progress thread's: revoke runs on the caller's thread).
 Status postRevoke(bootstrap::StoreClient& store, const std::string& key_prefix, const std::string& why,
                   bootstrap::Deadline deadline, int64_t* question);
