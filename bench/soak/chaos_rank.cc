@@ -259,9 +259,9 @@ class ChaosRank {
     }
   }
 
-  // Under collrun the first communicator starts the launcher watcher (comm/launcher_lifeline.h):
-  // one thread per process for its life, by design, not a communicator's leftover.
-  static int lifelineThreads() { return std::getenv("COLL_LAUNCHER_FD") ? 1 : 0; }
+  // coll's process-wide threads (the launcher watcher under collrun, the huge-page collapser
+  // once large messages ran): one per process for its life, by design, not a leftover.
+  int lifelineThreads() const { return after_.process_wide_threads - start_.process_wide_threads; }
 
   void markEpoch() { writeFile(o_.dir + "/epoch." + std::to_string(epoch_) + "." + std::to_string(original_), "ready"); }
 

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <string>
 
 namespace coll::soak {
 namespace {
@@ -36,12 +38,29 @@ std::string ProcessResources::describe() const {
   return text;
 }
 
+// Threads named as coll's process-wide ones (process_resources.h).
+int countProcessWideThreads() {
+  int n = 0;
+  DIR* d = ::opendir("/proc/self/task");
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    std::getline(in, name);
+    n += name == "coll-lifeline" || name == "coll-hugepages";
+  }
+  ::closedir(d);
+  return n;
+}
+
 ProcessResources sampleProcessResources() {
   ProcessResources r;
   r.rss_bytes = residentBytes();
   // opendir holds one descriptor on /proc/self/fd while it lists it.
   r.open_fds = countEntries("/proc/self/fd") - 1;
   r.threads = countEntries("/proc/self/task");
+  r.process_wide_threads = countProcessWideThreads();
   return r;
 }
 

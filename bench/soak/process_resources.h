@@ -14,10 +14,14 @@ struct ProcessResources {
   int64_t rss_bytes = 0;  // resident set (statm's second field), shared pages included
   int open_fds = 0;       // entries of /proc/self/fd, less the one the count itself opens
   int threads = 0;        // entries of /proc/self/task
+  // Of those, coll's process-wide threads, started once and kept for the life of the process
+  // by design (named "coll-lifeline", "coll-hugepages"): not a communicator's leftovers.
+  int process_wide_threads = 0;
 
   std::string describe() const;  // "rss 23.4 MiB, 17 fds, 3 threads"
 };
 
 ProcessResources sampleProcessResources();
+int countProcessWideThreads();
 
 }  // namespace coll::soak

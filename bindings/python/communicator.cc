@@ -346,6 +346,17 @@ void bindCommunicator(py::module_& m) {
            "After a failure, a Communicator of the survivors. Without `excluded` (as MPIX_Comm_shrink) the\n"
            "survivors revoke this one and agree on who is alive; a rank that comes too late raises PeerLostError.\n"
            "With a list (as ncclCommShrink) every survivor names the same ranks.")
+      .def("grow", [](PyCommunicator& c) {
+             Communicator& comm = c.get();
+             std::unique_ptr<Communicator> grown;
+             {
+               py::gil_scoped_release release;
+               grown = comm.grow();
+             }
+             return std::make_unique<PyCommunicator>(std::move(grown));
+           },
+           "A Communicator of the members (ranks kept) and the processes waiting in coll.join() (ranks after\n"
+           "them). Every member calls it; raises InvalidArgument on a failed communicator (shrink() first).")
       .def("failed_ranks", [](PyCommunicator& c) {
              Communicator& comm = c.get();
              py::gil_scoped_release release;

@@ -1,5 +1,7 @@
 // The `coll` Python module: enums, coll.Error, coll.init() and the classes bound in
 // errors.cc, work.cc and communicator.cc.
+#include <chrono>
+
 #include "bindings.h"
 
 namespace coll::python {
@@ -66,6 +68,25 @@ PYBIND11_MODULE(_coll, m) {
       "Joins the job the launcher started (collrun, torchrun, Open MPI, MPICH, Slurm; MASTER_ADDR/\n"
       "MASTER_PORT override). Raises coll.Error: InvalidArgument when the environment is\n"
       "incomplete, Timeout when the others do not arrive within COLL_TIMEOUT.");
+  m.def("join", [](const std::string& store_address, const std::string& secret, const std::string& name,
+                   double timeout) {
+        coll::CommOptions o;
+        o.store_address = store_address;
+        o.secret = secret;
+        o.name = name;
+        if (timeout > 0) o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+        std::unique_ptr<coll::Communicator> comm;
+        {
+          py::gil_scoped_release release;  // waits for the members' grow() (bounded)
+          comm = coll::Communicator::join(o);
+        }
+        return std::make_unique<PyCommunicator>(std::move(comm));
+      },
+      py::arg("store_address"), py::arg("secret") = "", py::arg("name") = "world", py::arg("timeout") = 0.0,
+      "join(store_address, secret='', name='world', timeout=0) -> Communicator\n\n"
+      "A new process joins a running job through its store ('host:port'; secret '' takes COLL_JOB_SECRET):\n"
+      "it waits until the members call grow(), then is a rank of the communicator grow() makes.\n"
+      "Raises coll.Error: Timeout when no member grows within timeout (0: COLL_TIMEOUT).");
   m.def(
       "alloc",
       [](const py::object& shape, const py::object& dtype) {

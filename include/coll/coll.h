@@ -98,6 +98,12 @@ COLL_API collResult_t collCommFailedRanks(collComm_t comm, int* ranks, int capac
 COLL_API collResult_t collCommAgree(collComm_t comm, uint64_t* value, int* failedRanks, int capacity, int* failedCount);
 COLL_API collResult_t collCommRevoke(collComm_t comm);
 COLL_API collResult_t collCommShrinkSurvivors(collComm_t comm, collComm_t* newcomm);
+/* Growing back: the members call collCommGrow together and get *newcomm of the members and
+ * every process waiting in collCommJoin (ranks after the members'); collCommJoin makes the
+ * joiner's side, through the job's store ("host:port"), secret (NULL: COLL_JOB_SECRET) and
+ * the name of its first communicator (NULL: "world"). */
+COLL_API collResult_t collCommGrow(collComm_t comm, collComm_t* newcomm);
+COLL_API collResult_t collCommJoin(collComm_t* newcomm, const char* storeAddress, const char* secret, const char* name);
 /* Like ncclCommSplit / MPI_Comm_split: every rank of comm calls it; ranks with the same color
  * form *newcomm, ranked by key then by their rank in comm; COLL_SPLIT_NOCOLOR gets NULL. */
 #define COLL_SPLIT_NOCOLOR (-1)

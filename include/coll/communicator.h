@@ -168,6 +168,18 @@ class COLL_API Communicator {
   // never a communicator of its own. Every surviving rank calls it.
   std::unique_ptr<Communicator> shrink();
 
+  // Growing back: a new process (a replacement, or one more) joins a running job. It calls
+  // Communicator::join with the job's store and secret and the name the job's first
+  // communicator had ("world"); the members call grow() together, which admits every process
+  // waiting then and returns the communicator of the members (ranks kept) and the joiners
+  // (ranks after them, in the order they asked), made as create() makes one. join returns the
+  // joiner's side of it. A grow with nobody waiting returns a communicator of the members.
+  // grow() on a failed or revoked communicator throws InvalidArgument (shrink() first); join
+  // throws Timeout when no member grows before COLL_TIMEOUT (or options.timeout), and the
+  // store's refusal for a wrong secret.
+  std::unique_ptr<Communicator> grow();
+  static std::unique_ptr<Communicator> join(const CommOptions& options);
+
   // As MPI_Comm_split and ncclCommSplit: every rank calls it; ranks with the same color form a
   // new communicator, ranked by key and then by rank here; kSplitNoColor takes part and gets
   // null. The new communicators share this one's rendezvous store (each under a namespace of

@@ -268,6 +268,24 @@ collResult_t collCommShrinkSurvivors(collComm_t comm, collComm_t* newcomm) {
   return guarded([&] { return adopt(comm->comm->shrink(), newcomm); });
 }
 
+collResult_t collCommGrow(collComm_t comm, collComm_t* newcomm) {
+  if (collResult_t r = checkComm(comm, "collCommGrow"); r != collSuccess) return r;
+  if (!newcomm) return invalid("collCommGrow: null newcomm pointer");
+  return guarded([&] { return adopt(comm->comm->grow(), newcomm); });
+}
+
+collResult_t collCommJoin(collComm_t* newcomm, const char* storeAddress, const char* secret, const char* name) {
+  if (!newcomm) return invalid("collCommJoin: null newcomm pointer");
+  if (!storeAddress) return invalid("collCommJoin: null store address");
+  return guarded([&] {
+    coll::CommOptions o;
+    o.store_address = storeAddress;
+    if (secret) o.secret = secret;
+    if (name) o.name = name;
+    return adopt(coll::Communicator::join(o), newcomm);
+  });
+}
+
 collResult_t collCommSplit(collComm_t comm, int color, int key, collComm_t* newcomm) {
   if (collResult_t r = checkComm(comm, "collCommSplit"); r != collSuccess) return r;
   if (!newcomm) return invalid("collCommSplit: null newcomm pointer");

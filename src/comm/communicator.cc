@@ -155,6 +155,20 @@ std::unique_ptr<Communicator> Communicator::shrink() {
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
+std::unique_ptr<Communicator> Communicator::grow() {
+  std::unique_ptr<CommunicatorImpl> impl;
+  Status st = impl_->grow(&impl);
+  if (!st) throw st.toError(format("grow (rank %d of %d)", rank(), size()));
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+std::unique_ptr<Communicator> Communicator::join(const CommOptions& options) {
+  std::unique_ptr<CommunicatorImpl> impl;
+  Status st = CommunicatorImpl::join(options, Config::global(), &impl);
+  if (!st) throw st.toError(format("join '%s'", options.name.c_str()));
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
 std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded_ranks) {
   std::unique_ptr<CommunicatorImpl> impl;
   Status st = impl_->shrink(excluded_ranks, &impl);

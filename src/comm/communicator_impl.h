@@ -49,6 +49,12 @@ class CommunicatorImpl final : private detail::OpDriver {
   Status revoke(const std::string& why);
   // shrink() without a list: revokes, agrees on who is alive, and makes their communicator.
   Status shrinkToSurvivors(std::unique_ptr<CommunicatorImpl>* out);
+  // A communicator of the members and the processes waiting to join (comm/grow.h). Issuing
+  // thread; every member calls it.
+  Status grow(std::unique_ptr<CommunicatorImpl>* out);
+  // A process that is not a member asks to join the job of options.name's lobby and, once
+  // the members grow(), becomes a rank of the new communicator.
+  static Status join(const CommOptions& options, const Config& config, std::unique_ptr<CommunicatorImpl>* out);
   // A communicator of the ranks with this color (comm/split.h); null for kSplitNoColor.
   // Issuing thread; every rank calls it.
   Status split(int color, int key, std::unique_ptr<CommunicatorImpl>* out);
@@ -116,6 +122,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   CommOptions options_;  // as given, secret and timeout resolved: the base of a shrink
   uint64_t shrinks_ = 0;  // issuing thread only
   uint64_t splits_ = 0;   // issuing thread only
+  uint64_t grows_ = 0;    // issuing thread only
   const ForkStamp created_ = ForkStamp::now();
   int rank_, size_, local_rank_;
   std::string key_prefix_;

@@ -8,7 +8,9 @@
 #include "base/log.h"
 #include "comm/communicator_impl.h"
 #include "comm/ledger_exchange.h"
+#include "comm/grow.h"
 #include "comm/shrink.h"
+#include "bootstrap/external_store.h"
 
 namespace coll {
 namespace {
@@ -135,6 +137,38 @@ Status CommunicatorImpl::shrinkToSurvivors(std::unique_ptr<CommunicatorImpl>* ou
   COLL_INFO("INIT", "rank %d of %d: %s: the survivors agree that ranks %s failed; this rank becomes rank %d of %d as '%s'",
             rank_, size_, what.c_str(), rankSet(result.failed).c_str(), plan.rank, plan.size, plan.name.c_str());
   return create(plan, config_, out, store_server_);
+}
+
+Status CommunicatorImpl::grow(std::unique_ptr<CommunicatorImpl>* out) {
+  refuseInForkedChild("grow");
+  if (std::optional<Error> failed = firstError())
+    return invalidArgument(format("grow (rank %d of %d): this communicator has failed (%s): shrink() to the survivors "
+                                  "first, then grow the communicator shrink() returns", rank_, size_, failed->what()));
+  const uint64_t generation = ++grows_;
+  std::vector<std::string> joiners;
+  CommOptions plan;
+  COLL_RETURN_IF_ERROR(withFtStore([&](bootstrap::StoreClient& store) {
+    return agreeOnJoiners(store, key_prefix_ + "grow" + std::to_string(generation) + "/joiners", options_, rank_, size_,
+                          generation, &joiners, &plan, transport::Clock::now() + config_.timeout);
+  }));
+  COLL_INFO("INIT", "rank %d of %d: grow #%llu admits %zu process(es): the job becomes %d ranks as '%s'", rank_, size_,
+            static_cast<unsigned long long>(generation), joiners.size(), plan.size, plan.name.c_str());
+  return create(plan, config_, out, store_server_);
+}
+
+Status CommunicatorImpl::join(const CommOptions& options, const Config& config, std::unique_ptr<CommunicatorImpl>* out) {
+  CommOptions asked = options;
+  if (asked.secret.empty()) asked.secret = config.job_secret;
+  if (asked.secret.empty()) return invalidArgument("join: no job secret (set COLL_JOB_SECRET or CommOptions::secret)");
+  const auto timeout = options.timeout.count() > 0 ? options.timeout : config.timeout;
+  const auto deadline = transport::Clock::now() + timeout;
+  std::unique_ptr<bootstrap::StoreClient> store;
+  if (asked.store) store = bootstrap::wrapExternalStore(asked.store);
+  else COLL_RETURN_IF_ERROR(bootstrap::StoreClient::connect(asked.store_address, asked.secret, deadline, &store));
+  CommOptions place;
+  COLL_RETURN_IF_ERROR(waitForAdmission(*store, asked, deadline, &place));
+  COLL_INFO("INIT", "joined as rank %d of %d ('%s')", place.rank, place.size, place.name.c_str());
+  return create(place, config, out);
 }
 
 }  // namespace coll

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@ bool launcherGone(int fd) {
 }
 
 void watch(int fd) {
+  ::pthread_setname_np(::pthread_self(), "coll-lifeline");  // process-wide: soaks tell it from a leak
   for (;;) {
     if (launcherGone(fd)) break;
   }

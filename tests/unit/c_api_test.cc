@@ -142,6 +142,14 @@ TEST_F(OneRank, FailedRanksAgreeRevokeAndShrinkSurvivors) {
   ASSERT_EQ(collCommShrinkSurvivors(comm_, &survivors), collSuccess) << collGetLastError();
   EXPECT_EQ(collAllReduce(&x, &x, 1, collFloat32, collSum, survivors, nullptr), collSuccess) << collGetLastError();
   EXPECT_EQ(x, 3);
+  collComm_t grown = nullptr;
+  EXPECT_EQ(collCommGrow(comm_, &grown), collInvalidArgument) << "a revoked communicator cannot grow";
+  EXPECT_EQ(collCommGrow(survivors, nullptr), collInvalidArgument);
+  ASSERT_EQ(collCommGrow(survivors, &grown), collSuccess) << collGetLastError();  // nobody waits: the members
+  EXPECT_EQ(collAllReduce(&x, &x, 1, collFloat32, collSum, grown, nullptr), collSuccess) << collGetLastError();
+  EXPECT_EQ(collCommJoin(nullptr, "127.0.0.1:1", nullptr, nullptr), collInvalidArgument);
+  EXPECT_EQ(collCommJoin(&grown, nullptr, nullptr, nullptr), collInvalidArgument);
+  EXPECT_EQ(collCommDestroy(grown), collSuccess);
   EXPECT_EQ(collCommDestroy(survivors), collSuccess);
 }
 

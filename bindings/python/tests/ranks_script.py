@@ -9,6 +9,7 @@ exact). Exits non-zero on the first failure, with a message naming the case.
 """
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -363,6 +364,35 @@ def survivors(comm):
         y = np.full(5, comm.rank + 1, np.int64)
         rest.allreduce(y).wait()
         check(y, np.full(5, (n - 1) * n // 2, np.int64), "allreduce after shrink")
+        if rest.rank == 0:  # a replacement joins through the job's store and secret
+            env = dict(os.environ, COLL_SURVIVORS_JOINER="1")
+            JOINER.append(subprocess.Popen([sys.executable, __file__, "joiner"], env=env))
+        for _ in range(500):  # grow until it is in: a grow admits whoever waits at that moment
+            grown = rest.grow()
+            if grown.size == n:
+                break
+            grown.close()
+            time.sleep(0.02)
+        with grown:
+            assert (grown.size, grown.rank) == (n, rest.rank), (grown.size, grown.rank)
+            z = np.ones(7, np.float32)
+            grown.allreduce(z).wait()
+            check(z, np.full(7, n, np.float32), "allreduce after grow")
+        if JOINER:
+            assert JOINER[0].wait(timeout=60) == 0, "the joiner failed"
+
+
+JOINER = []
+
+
+def joiner():
+    """Started by a survivor: joins the running job (collrun's store) as its last rank."""
+    comm = coll.join(os.environ["COLL_STORE_ADDR"], os.environ["COLL_JOB_SECRET"])
+    with comm:
+        z = np.ones(7, np.float32)
+        comm.allreduce(z).wait()
+        check(z, np.full(7, comm.size, np.float32), "the joiner's allreduce")
+        print(f"joiner: rank {comm.rank} of {comm.size}: joiner ok", flush=True)
 
 
 def revoke(comm):
@@ -389,6 +419,8 @@ LEAKED = []
 
 def main():
     mode = sys.argv[1]
+    if mode == "joiner":
+        return joiner()
     if mode == "leak":  # left for the interpreter to destroy at exit
         comm = coll.init()
         LEAKED.extend([comm, comm.allreduce(np.ones(1 << 16, np.float32))])

@@ -64,7 +64,7 @@ def test_revoke_then_shrink():
     run_ranks(3, "revoke")
 
 
-def test_survivors_of_a_killed_rank_shrink_without_naming_it():
+def test_survivors_of_a_killed_rank_shrink_without_naming_it_and_grow_back():
     # collrun reports the killed rank and, with --kill-after 0, lets the others go on.
     env = dict(os.environ, COLL_TIMEOUT="10")
     env.setdefault("PYTHONPATH", str(BIN.parent / "python"))
@@ -76,6 +76,7 @@ def test_survivors_of_a_killed_rank_shrink_without_naming_it():
     assert "rank 3 (pid" in proc.stdout and "killed by signal 9" in proc.stdout, proc.stdout
     assert "terminating" not in proc.stdout, proc.stdout
     assert proc.stdout.count("survivors ok") == 3, proc.stdout
+    assert "joiner ok" in proc.stdout, proc.stdout
 
 
 def test_exit_without_close():

@@ -91,6 +91,7 @@ void HugePages::enqueue(uintptr_t page) {
 }
 
 void HugePages::collapseLoop() {
+  ::pthread_setname_np(::pthread_self(), "coll-hugepages");  // process-wide: soaks tell it from a leak
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait(lock, [this] { return !queue_.empty(); });

@@ -1,0 +1,93 @@
+#include "comm/grow.h"
+
+#include <sstream>
+
+#include "base/log.h"
+#include "bootstrap/auth.h"
+
+namespace coll {
+namespace {
+
+// One store call's limit while waiting for other things (a store slower than this is stuck).
+constexpr auto kStoreCallLimit = std::chrono::seconds(2);
+
+bootstrap::Deadline call() { return bootstrap::Clock::now() + kStoreCallLimit; }
+
+std::string encodeTokens(const std::vector<std::string>& tokens) {
+  std::string s;
+  for (const std::string& t : tokens) s += (s.empty() ? "" : " ") + t;
+  return s;
+}
+
+std::vector<std::string> decodeTokens(const std::string& s) {
+  std::vector<std::string> tokens;
+  std::istringstream in(s);
+  for (std::string t; in >> t;) tokens.push_back(t);
+  return tokens;
+}
+
+// Every token in the lobby that no grow has admitted yet, in the order they came.
+Status waitingJoiners(bootstrap::StoreClient& store, const std::string& lobby, std::vector<std::string>* out) {
+  std::vector<std::string> all;
+  COLL_RETURN_IF_ERROR(store.readList(lobbyJoinersKey(lobby), &all, call()));
+  out->clear();
+  for (const std::string& token : all) {
+    bool admitted = false;
+    COLL_RETURN_IF_ERROR(store.check(lobbyAdmittedKey(lobby, token), &admitted, call()));
+    if (!admitted) out->push_back(token);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string lobbyOf(const std::string& name) { return name.substr(0, name.find('/')); }
+std::string lobbyJoinersKey(const std::string& lobby) { return "coll/lobby/" + lobby + "/joiners"; }
+std::string lobbyAdmittedKey(const std::string& lobby, const std::string& token) {
+  return "coll/lobby/" + lobby + "/admitted/" + token;
+}
+
+Status agreeOnJoiners(bootstrap::StoreClient& store, const std::string& decision_key, const CommOptions& current,
+                      int rank, int size, uint64_t generation, std::vector<std::string>* joiners, CommOptions* out,
+                      bootstrap::Deadline deadline) {
+  const std::string lobby = lobbyOf(current.name);
+  std::vector<std::string> waiting;
+  COLL_RETURN_IF_ERROR(waitingJoiners(store, lobby, &waiting));
+  std::string decision;
+  COLL_RETURN_IF_ERROR(store.setIfAbsent(decision_key, encodeTokens(waiting), &decision, deadline));
+  *joiners = decodeTokens(decision);
+  *out = current;
+  out->rank = rank;
+  out->size = size + static_cast<int>(joiners->size());
+  out->local_rank = -1;
+  out->host_store = false;
+  out->name = current.name + "/grow" + std::to_string(generation);
+  for (size_t i = 0; i < joiners->size(); ++i)
+    COLL_RETURN_IF_ERROR(store.set(lobbyAdmittedKey(lobby, (*joiners)[i]),
+                                   out->name + " " + std::to_string(size + static_cast<int>(i)) + " " +
+                                       std::to_string(out->size),
+                                   deadline));
+  return Status::ok();
+}
+
+Status waitForAdmission(bootstrap::StoreClient& store, const CommOptions& options, bootstrap::Deadline deadline,
+                        CommOptions* out) {
+  const std::string lobby = lobbyOf(options.name);
+  const std::string token = bootstrap::generateSecret().substr(0, 16) + "-" + std::to_string(::getpid());
+  COLL_RETURN_IF_ERROR(store.append(lobbyJoinersKey(lobby), token, call()));
+  std::string place;
+  Status st = store.get(lobbyAdmittedKey(lobby, token), &place, deadline);
+  if (!st && st.code() == ErrorCode::Timeout)
+    return timeoutError(format("join '%s': no member admitted this process before the deadline (the members must call "
+                               "grow(); is the job still running, and is this its store?)", lobby.c_str()));
+  COLL_RETURN_IF_ERROR(st);
+  std::istringstream in(place);
+  *out = options;
+  if (!(in >> out->name >> out->rank >> out->size) || out->rank < 0 || out->rank >= out->size)
+    return internalError("join: a malformed admission in the store: " + place);
+  out->local_rank = -1;
+  out->host_store = false;
+  return Status::ok();
+}
+
+}  // namespace coll
