@@ -24,6 +24,10 @@ class Optimizer {
   virtual void update(size_t first, std::span<float> params, std::span<const float> grads) = 0;
   // Bytes of optimizer state held by this rank (what ZeRO-1 divides by the world size).
   virtual size_t stateBytes() const = 0;
+  // The state itself, for a replica that must take another's (elastic training: a rank that
+  // joins, or survivors that resume from the one ahead): empty when the optimizer cannot hand
+  // it over this way.
+  virtual std::span<float> state() { return {}; }
 };
 
 }  // namespace coll::trainer

@@ -19,6 +19,7 @@ class ReplicatedUpdate : public UpdateStrategy {
   Work launch(const Bucket& bucket) override;
   void apply(const Bucket& bucket) override;
   size_t optimizerStateBytes() const override { return optimizer_->stateBytes(); }
+  std::span<float> optimizerState() override { return optimizer_->state(); }
 
  private:
   std::unique_ptr<Optimizer> optimizer_;

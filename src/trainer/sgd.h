@@ -15,6 +15,7 @@ class SgdMomentum : public Optimizer {
   void initState(size_t count) override { velocity_.assign(count, 0.0f); }
   void update(size_t first, std::span<float> params, std::span<const float> grads) override;
   size_t stateBytes() const override { return velocity_.size() * sizeof(float); }
+  std::span<float> state() override { return velocity_; }
 
  private:
   float lr_, momentum_, weight_decay_;

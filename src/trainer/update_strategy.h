@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ class UpdateStrategy {
   virtual void endStep() {}
   // Optimizer state held by this rank.
   virtual size_t optimizerStateBytes() const = 0;
+  // That state as floats, when the strategy can hand it over (Optimizer::state); else empty.
+  virtual std::span<float> optimizerState() { return {}; }
 };
 
 // The end of a step, for either trainer: waits for each bucket in order (later buckets stay on

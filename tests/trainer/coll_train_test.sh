@@ -5,6 +5,9 @@
 #   teacher_trace    the teacher task trains (accuracy above chance) and --trace holds every rank
 #   check_hash       parameters bit-identical on every rank after every step (ZeRO-1, bf16 hook)
 #   bad_input        unknown options and a batch not divisible by the ranks fail with a message
+#   elastic          --elastic on 4 ranks: rank 2 killed at step 20, the others shrink and go on,
+#                    a replacement joins at the next grow; 60 steps on every replica, none lost,
+#                    replicas bit-identical, the loss close to an uninterrupted run's
 # usage: coll_train_test.sh COLLRUN COLL_TRAIN CASE   (the digits CSV: $COLL_DIGITS_CSV)
 set -euo pipefail
 collrun=$1 train=$2 case=$3
@@ -67,6 +70,26 @@ PY
       --epochs 1 | grep -q "peak per stage: micro-batches alive 4 3 2 1;" || fail "1f1b on 4 stages"
     if run -n 4 "$train" --stages 3 2>"$work/err" >/dev/null; then fail "3 stages on 4 ranks accepted"; fi
     grep -q -- "--stages 3 does not divide 4 ranks" "$work/err" || fail "unclear message: $(cat "$work/err")"
+    ;;
+  elastic)
+    args=(--elastic --optimizer sgd --steps 60 --batch 60 --grow-every 5)
+    "$collrun" --no-prefix -n 4 "$train" "${args[@]}" >"$work/whole" 2>&1 || fail "the uninterrupted run: $(cat "$work/whole")"
+    set +e
+    timeout 300 "$collrun" --no-prefix -n 4 --kill-after 0 "$train" "${args[@]}" --kill-rank 2 --kill-at 20 --respawn \
+      >"$work/faulty" 2>&1
+    set -e
+    grep "^elastic" "$work/faulty"
+    grep -q "rank 2 (pid [0-9]*) killed by signal 9" "$work/faulty" || fail "rank 2 was not killed"
+    grep -q "step 20: lost 1 replica(s)" "$work/faulty" || fail "no loss reported at step 20"
+    grep -q "a new replica joined as rank 3 of 4" "$work/faulty" || fail "no replacement joined"
+    grep -q "grew from 3 to 4 replicas" "$work/faulty" || fail "the job did not grow back"
+    grep -q "done: 60 steps on every replica (lowest 60), 4 replicas at the end, 1 fault(s) survived, parameters identical on every replica: yes" \
+      "$work/faulty" || fail "the run did not end as it should"
+    whole=$(grep -o "step   60  loss [0-9.]*" "$work/whole" | awk '{print $4}')
+    faulty=$(grep -o "step   60  loss [0-9.]*" "$work/faulty" | awk '{print $4}')
+    echo "loss at step 60 (rank 0's part): uninterrupted $whole, with a kill and a rejoin $faulty"
+    /usr/bin/python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 0.02 * a)" \
+      "$whole" "$faulty" || fail "the loss differs by more than 2%: $whole against $faulty"
     ;;
   bad_input)
     if "$train" --frobnicate 2>"$work/err"; then fail "unknown option accepted"; fi

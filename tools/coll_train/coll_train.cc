@@ -125,6 +125,7 @@ int run(const TrainOptions& o) {
 int main(int argc, char** argv) {
   TrainOptions options = parseTrainOptions(argc, argv);
   try {
+    if (options.elastic) return runElastic(options, argv);
     return run(options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "coll-train: %s\n", e.what());

@@ -30,6 +30,9 @@ std::unique_ptr<UpdateStrategy> makeUpdate(const TrainOptions& o);
 // Every rank's string, on every rank (two all-gathers: lengths, then the padded bytes).
 std::vector<std::string> allgatherStrings(Communicator& comm, const std::string& mine);
 
+// Runs coll-train --elastic (coll_train_elastic.cc); argv: to start a replacement.
+int runElastic(const TrainOptions& o, char** argv);
+
 // Runs coll-train's --stages P pipeline (coll_train_pipeline.cc).
 int runPipeline(const TrainOptions& o, Communicator& world);
 

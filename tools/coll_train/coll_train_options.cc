@@ -42,6 +42,14 @@ Pipeline parallelism (GPipe, PipeDream-Flush), with data parallelism across each
   --micro-batches M       per replica batch (--batch / D rows) cut into M micro-batches (default 1)
   --schedule gpipe|1f1b   all forwards then all backwards, or one forward one backward (default 1f1b)
   --replicas D            P x D must be the world size (default: world size / P)
+
+Elastic data parallelism (SGD; --steps is the run's whole length; run under collrun --kill-after 0):
+  --elastic               on a lost replica the others shrink, resume from the one furthest ahead
+                          (no step applied twice or lost) and go on, the global batch re-split
+  --grow-every K          every K steps the replicas admit processes waiting to join (grow)
+  --respawn               after a loss, the new rank 0 starts a replacement (coll-train --join)
+  --join                  this process joins a running elastic job (COLL_STORE_ADDR, COLL_JOB_SECRET)
+  --kill-rank R --kill-at S   rank R kills itself (SIGKILL) before step S: the fault tests inject
 )";
 
 [[noreturn]] void fail(const std::string& message) {
@@ -86,10 +94,14 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
       {"--micro-batches", [&](const std::string& v) { o.micro_batches = std::stoi(v); }},
       {"--schedule", [&](const std::string& v) { o.schedule = v; }},
       {"--replicas", [&](const std::string& v) { o.replicas = std::stoi(v); }},
+      {"--kill-rank", [&](const std::string& v) { o.kill_rank = std::stoi(v); }},
+      {"--kill-at", [&](const std::string& v) { o.kill_at = std::stoll(v); }},
+      {"--grow-every", [&](const std::string& v) { o.grow_every = std::stoll(v); }},
   };
   const std::map<std::string, bool*> flags = {
       {"--zero", &o.zero},         {"--batchnorm", &o.batch_norm},     {"--no-overlap", &o.no_overlap},
-      {"--json", &o.json},         {"--check-hash", &o.check_hash},    {"--auto-buckets", &o.auto_buckets}};
+      {"--json", &o.json},         {"--check-hash", &o.check_hash},    {"--auto-buckets", &o.auto_buckets},
+      {"--elastic", &o.elastic},   {"--join", &o.join},                {"--respawn", &o.respawn}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -117,6 +129,9 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
   if (o.schedule != "gpipe" && o.schedule != "1f1b") fail("--schedule must be gpipe or 1f1b");
   if (o.stages > 1 && (o.zero || o.no_overlap || o.auto_buckets))
     fail("--zero, --no-overlap and --auto-buckets are data-parallel options; not with --stages");
+  if (o.join) o.elastic = true;
+  if (o.elastic && (o.stages > 1 || o.zero || o.optimizer != "sgd" || o.steps == 0 || o.batch_norm))
+    fail("--elastic runs data-parallel SGD for --steps steps (no --stages, --zero, --batchnorm, or adam)");
   if (o.epochs == 0) o.epochs = o.task == "digits" ? 20 : 3;
   // The teacher's students are deeper and wider: Adam at 3e-3 diverged on 12 layers of 768
   // (loss 3.98 after 20 steps, against 1.80 at 3e-4).

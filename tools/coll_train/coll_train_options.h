@@ -25,6 +25,11 @@ struct TrainOptions {
   // Pipeline parallelism (src/trainer/pipeline_trainer.h): P stages x D replicas = the ranks.
   int stages = 1, micro_batches = 1, replicas = 0;  // replicas 0: the world size / stages
   std::string schedule = "1f1b";                    // or "gpipe"
+  // Elastic data parallelism (coll_train_elastic.cc): survive a lost replica, admit new ones.
+  bool elastic = false, join = false, respawn = false;
+  int kill_rank = -1;      // this original rank kills itself (SIGKILL) ...
+  int64_t kill_at = -1;    // ... before step kill_at: the fault the tests inject
+  int64_t grow_every = 0;  // members call grow() every this many steps (0: never)
 };
 
 // Exits with status 2 and a message naming the option on bad input; --help prints the usage.
