@@ -211,6 +211,21 @@ bool Engine::Impl::blockOnAll(transport::Deadline until) {
 }
 
 void Engine::Impl::checkDeadlines() {
+  // A receive no message matched holds nothing of the transport's: it fails alone, and the
+  // peer's other ops, and everyone else's, go on (a stopped or slow peer fails only that).
+  while (!ops_.empty() && ops_.begin()->second.deadline <= Clock::now() && !ops_.begin()->second.msg.send &&
+         !ops_.begin()->second.matched) {
+    const uint64_t id = ops_.begin()->first;
+    const Op& late = ops_.begin()->second;
+    Error error(ErrorCode::Timeout, format("%s did not complete within COLL_TIMEOUT (%.1f s): no message matching it "
+                                           "arrived%s", late.msg.what.c_str(),
+                                           std::chrono::duration<double>(opt_.timeout).count(),
+                                           unexpectedSummary().c_str()));
+    matcher_.cancel(id);
+    complete(id, std::move(error));
+  }
+  // Any other late op may have buffers posted on its connection (a send not yet taken, a
+  // payload coming into a matched receive): it fails everything, so that none is touched later.
   if (ops_.empty() || ops_.begin()->second.deadline > Clock::now()) return;
   const Op& late = ops_.begin()->second;
   std::string why = late.msg.send

@@ -14,9 +14,11 @@
 // receive; the receiver returns credit (CREDIT) as it hands them over, and a message past the
 // budget goes by rendezvous instead, so a sender far ahead waits rather than filling its peer.
 //
-// Each op must complete within COLL_TIMEOUT of its posting. A failure (a peer lost, a timeout,
-// a size disagreement) fails every outstanding op with the error, which names the op, the
-// peer, the tag and the cause, and is reported through on_failure; later posts fail with it.
+// Each op must complete within COLL_TIMEOUT of its posting. A receive that nothing matched by
+// then fails alone with Timeout; a lost peer fails the ops that involve it. Any other failure
+// (a send or matched receive past its deadline, a size disagreement, a malformed envelope)
+// fails every outstanding op with the error, which names the op, the peer, the tag and the
+// cause, and is reported through on_failure; later posts fail with it.
 #pragma once
 
 #include <chrono>
