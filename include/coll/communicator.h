@@ -138,7 +138,7 @@ class COLL_API Communicator {
   // COLL_TIMEOUT (the store's host died, or the survivors disagree about who is excluded).
   std::unique_ptr<Communicator> shrink(const std::vector<int>& excluded_ranks);
 
-  // Fault tolerance with ULFM's guarantees (docs/RELIABILITY.md, "Going on after a failure").
+  // Fault tolerance with ULFM's guarantees (docs/FAULT_TOLERANCE.md).
   // They need a rendezvous store that outlives the failed ranks: collrun's, or one the job
   // runs apart; a rank that serves the store (rank 0 under torchrun, mpirun, srun) takes it
   // with it when it dies.

@@ -3,7 +3,7 @@
 // ahead of the next does. The receiver must not hold them all: past the budget the messages
 // wait for their receives (rendezvous), so rank 1's memory grows by about the budget, not by
 // the data; then every message arrives, in order, intact. COLL_TEST_FLOOD_COUNT sets the
-// count (the figures in docs/RELIABILITY.md use 200000), COLL_TEST_FLOOD_BUDGET the budget
+// count (the figures in docs/FAULT_TOLERANCE.md use 200000), COLL_TEST_FLOOD_BUDGET the budget
 // (a huge one shows the engine without it: the check then fails, printing what was held).
 #include <cstdlib>
 #include <fstream>
