@@ -1,16 +1,16 @@
 // What a communicator's survivors use to go on after a failure, with ULFM's guarantees:
-// failedRanks (MPIX_Comm_get_failed), agree (MPIX_Comm_agree), revoke (MPIX_Comm_revoke) and
-// shrink without a list (MPIX_Comm_shrink). The store is the arbiter (comm/agreement.h); it
-// must outlive the ranks that fail, as collrun's does (a rank that serves the store takes the
-// job's memory of who is alive with it when it dies).
+// failedRanks (MPIX_Comm_get_failed), agree (MPIX_Comm_agree), revoke (MPIX_Comm_revoke),
+// shrink without a list (MPIX_Comm_shrink), and growing back (grow, join: comm/grow.h). The
+// store is the arbiter (comm/agreement.h); it must outlive the ranks that fail, as collrun's
+// does (a rank that serves the store takes the job's memory of who is alive with it).
 #include <algorithm>
 
 #include "base/log.h"
-#include "comm/communicator_impl.h"
-#include "comm/ledger_exchange.h"
-#include "comm/grow.h"
-#include "comm/shrink.h"
 #include "bootstrap/external_store.h"
+#include "comm/communicator_impl.h"
+#include "comm/grow.h"
+#include "comm/ledger_exchange.h"
+#include "comm/shrink.h"
 
 namespace coll {
 namespace {
