@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "comm/agreement.h"
 
 namespace coll {
 namespace {
@@ -17,18 +18,11 @@ Status checkExcluded(int rank, int size, const std::vector<int>& sorted) {
   return Status::ok();
 }
 
-std::string listOf(std::vector<int> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  std::string s = "{";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
-  return s + "}";
-}
-
 }  // namespace
 
 Status agreeOnShrink(bootstrap::StoreClient& store, const std::string& key_prefix, uint64_t generation, int rank,
                      int size, const std::vector<int>& excluded, bootstrap::Deadline deadline) {
-  const std::string mine = listOf(excluded);
+  const std::string mine = rankSet(excluded);
   const std::string base = key_prefix + "shrink" + std::to_string(generation) + "/excluded/";
   auto failed = [&](const Status& st, const std::string& what) {
     return Status(st.code(), format("shrink #%llu (rank %d): %s through the store: %s",
