@@ -115,7 +115,9 @@ case $verb in
     [[ $install == 1 ]] && install_missing && ensure_venvs
     export COLL_VENV=$venv COLL_VENV_OLDER=$venv_older COLL_VENV_TF=$venv_tf
     configure_and_build
-    ctest --test-dir "$build" --output-on-failure --timeout 600 -j 2
+    # On failure, each failed test's last lines again at the end, where a CI log's tail shows them.
+    ctest --test-dir "$build" --output-on-failure --timeout 600 -j 2 ||
+      { "$root/tools/ctest_failures.sh" "$build"; exit 1; }
     ;;
   *)
     sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
