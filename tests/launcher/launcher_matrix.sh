@@ -172,7 +172,8 @@ if not torch and "# Out of bounds values : 0 OK" not in text:
 host = torch or {int(r): h for r, h in re.findall(r"#\s+Rank\s+(\d+) .* on\s+(\S+) device", text)}
 if sorted(host) != list(range(n)):
     bad.append(f"the table names ranks {sorted(host)}, not 0..{n - 1}")
-paths = re.findall(r"coll INFO INIT (launcher \S+ rank (\d+) of \d+.*)", text)
+# Each up to the next log line's start: a launcher may forward two ranks' lines onto one.
+paths = re.findall(r"coll INFO INIT (launcher \S+ rank (\d+) of \d+.*?)(?=coll INFO|$)", text, re.M)
 for r in range(n if path else 0):
     if not any(int(k) == r and re.search(path, line) for line, k in paths):
         bad.append(f"rank {r} did not report '{path}'")

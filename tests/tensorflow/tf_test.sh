@@ -16,6 +16,9 @@ fi
 work=$(mktemp -d /tmp/coll-tf.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 site() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+# How often TEXT occurs in FILE: not grep -c, since launchers forward the ranks' output in pieces
+# and two ranks' lines can land on one ("rank 0 ...: launch ok (sum 3)rank 1 ...: launch ok").
+count() { grep -o "$1" "$2" | wc -l; }
 
 echo "== pip install into a fresh venv with the registry's TensorFlow"
 "$py" -m venv "$work/venv"
@@ -34,13 +37,13 @@ for n in 2 3; do
   COLL_TIMEOUT=60 OMP_NUM_THREADS=1 timeout 600 "$collrun" -n "$n" "$work/venv/bin/python" \
     "$src/tests/tensorflow/ops_check.py" >"$work/ops$n.txt" 2>&1 || { cat "$work/ops$n.txt"; exit 1; }
   grep "^\[0\] rank 0:" "$work/ops$n.txt"
-  [[ $(grep -c "ops_check: ok" "$work/ops$n.txt") == "$n" ]] || { cat "$work/ops$n.txt"; exit 1; }
+  [[ $(count "ops_check: ok" "$work/ops$n.txt") == "$n" ]] || { cat "$work/ops$n.txt"; exit 1; }
 done
 echo "== launch_check.py on 2 ranks under Open MPI, MPICH and a torchrun-style environment"
 launch() {  # name, then the command; every rank must say "launch ok"
   local name=$1; shift
   timeout 300 "$@" >"$work/launch-$name.txt" 2>&1 || { cat "$work/launch-$name.txt"; exit 1; }
-  [[ $(grep -c "launch ok" "$work/launch-$name.txt") == 2 ]] || { cat "$work/launch-$name.txt"; exit 1; }
+  [[ $(count "launch ok" "$work/launch-$name.txt") == 2 ]] || { cat "$work/launch-$name.txt"; exit 1; }
   echo "$name: ok"
 }
 check=$src/tests/tensorflow/launch_check.py
@@ -55,5 +58,5 @@ echo "== keras_check.py on 4 ranks: model.fit and a custom loop against one proc
 COLL_TIMEOUT=120 OMP_NUM_THREADS=1 timeout 900 "$collrun" -n 4 "$work/venv/bin/python" \
   "$src/tests/tensorflow/keras_check.py" >"$work/keras.txt" 2>&1 || { cat "$work/keras.txt"; exit 1; }
 grep "^\[0\] rank 0:" "$work/keras.txt"
-[[ $(grep -c "keras_check: ok" "$work/keras.txt") == 4 ]] || { cat "$work/keras.txt"; exit 1; }
+[[ $(count "keras_check: ok" "$work/keras.txt") == 4 ]] || { cat "$work/keras.txt"; exit 1; }
 echo "tensorflow test: ok"
