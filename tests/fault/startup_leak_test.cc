@@ -23,7 +23,7 @@ namespace shm = transport::shm;
 // Makes /dev/shm<name> with a header owned by the calling process.
 void makeSegment(const std::string& name) {
   static shm::Mapping mapping;  // kept: it holds the owner's lock
-  Status st = shm::createSegment(name, 1 << 20, 1, &mapping);
+  Status st = shm::createSegment(name, shm::Geometry{4096, 2, 1}, 2, &mapping);
   if (!st) {
     std::fprintf(stderr, "createSegment: %s\n", st.message().c_str());
     ::_exit(2);

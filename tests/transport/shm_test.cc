@@ -107,11 +107,11 @@ TEST(ShmTransport, DevShmTooSmall) {
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     RANK_CHECK(!st.isOk(), "set-up succeeded");
     const std::string& m = st.message();
-    bool own = m.find("/dev/shm has ") != std::string::npos;
+    bool own = m.find("/dev/shm holds ") != std::string::npos;
     bool peers = m.find("could not set up shared memory") != std::string::npos;  // the peer's failure came first
     RANK_CHECK(own || peers, "unexpected message: %s", m.c_str());
     if (own)
-      RANK_CHECK(m.find(" free, coll needs 128") != std::string::npos &&
+      RANK_CHECK(m.find("2 ranks on this host need 128") != std::string::npos &&
                  m.find("--shm-size") != std::string::npos && m.find("COLL_TRANSPORT=socket") != std::string::npos,
                  "unclear message: %s", m.c_str());
     RANK_CHECK(took < 5.0, "failing took %.1f s", took);

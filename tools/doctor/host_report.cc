@@ -87,7 +87,7 @@ InterfaceInfo interfaceFrom(const Json& j) {
 }  // namespace
 
 uint64_t shmBytesPerPeer(const Config& config) {
-  // Both transports reserve a ring per local peer; the segments' fixed headers are small beside them.
+  // Both transports have a ring per local peer, reserved by its first message; the fixed parts are small beside them.
   return transport::shm::segmentBytes(config, 2) - transport::shm::segmentBytes(config, 1) +
          transport::shm::segmentBytes(p2pConfig(config), 2) - transport::shm::segmentBytes(p2pConfig(config), 1);
 }

@@ -71,12 +71,15 @@ void checkRanks(const Inputs& in, const std::map<std::string, std::vector<int>>&
       f->fail(format("%s: interface %s is %s. Fix: bring it up (ip link set %s up) or set COLL_SOCKET_IFNAME to one "
                      "that is.", h.hostname.c_str(), h.chosen.name.c_str(), h.chosen.up ? "up without carrier" : "down",
                      h.chosen.name.c_str()));
-    const uint64_t need = ranks.size() * (ranks.size() - 1) * h.shm_per_peer;
+    // A ring is reserved by its first message (src/transport/shm/layout.h): to start and run a
+    // ring all-reduce each rank needs the rings of its two ring neighbours, more as other peers send.
+    const uint64_t need = ranks.size() * std::min<uint64_t>(2, ranks.size() - 1) * h.shm_per_peer;
     uint64_t free_bytes = UINT64_MAX;
     for (int r : ranks) free_bytes = std::min(free_bytes, in.reports[r]->shm_free);
     if (ranks.size() > 1 && free_bytes < need)
       f->fail(format("%s: /dev/shm has %s free, and coll's shared memory needs %s for its %zu ranks. Fix: enlarge "
-                     "it (mount -o remount,size=1G /dev/shm; in Docker, --shm-size=1g), or shrink the rings "
+                     "it (mount -o remount,size=1G /dev/shm; in Docker, --shm-size=1g), or shrink the rings, of which each rank "
+                     "fills two to start and one more for each other peer that sends to it "
                      "(COLL_SHM_SLOT_BYTES, COLL_SHM_NSLOTS).", h.hostname.c_str(), mib(free_bytes).c_str(),
                      mib(need).c_str(), ranks.size()));
     if (h.rmem_max < h.socket_buffer || h.wmem_max < h.socket_buffer)

@@ -78,6 +78,7 @@ ShmConnection::ShmConnection(const Endpoints& e, PeerProcess process, std::vecto
   caps_.forward_below = cma_send_ && !e_.cma_huge_only ? e_.cma_threshold : SIZE_MAX;
   head_ = e_.outbound.control->head.load(kAcquire);  // ours: 0 unless reused
   tail_seen_ = e_.outbound.control->tail.load(kAcquire);
+  reserved_.assign(e_.outbound.nslots, 0);
   tail_ = e_.inbound.control->tail.load(kAcquire);  // ours
   head_seen_ = e_.inbound.control->head.load(kAcquire);  // the peer may have written already
 }
@@ -225,11 +226,30 @@ bool ShmConnection::pushSends(size_t max_slots) {
     const SendRequest& s = sends_.front();
     if (s.offset == s.ready && s.offset < s.bytes) break;  // a forward whose receive has not combined more
     if (outboundFull()) break;  // the peer rings us when it frees a slot
+    const size_t writes = kSlotHeaderBytes + (s.cma ? 0 : std::min(s.ready - s.offset, e_.outbound.payloadBytes()));
+    if (!reserveSlot(writes)) break;  // failed: the queue is empty now
     if (writeSlot(sends_.front())) sends_.pop_front();
     publishSlot();
     moved = true;
   }
   return moved;
+}
+
+// Reserves the pages a write of `bytes` reaches in the slot at head_. A ring's memory is taken as
+// it is first written (layout.h), so a ring that only carries small messages holds a page a slot.
+bool ShmConnection::reserveSlot(size_t bytes) {
+  uint32_t& reserved = reserved_[head_ % e_.outbound.nslots];
+  if (bytes <= reserved) return true;
+  uint8_t* slot = e_.outbound.slot(head_);
+  Status st = commitRange(slot + reserved, bytes - reserved,
+                          format("a slot of the ring that carries messages to peer %d", e_.peer));
+  if (!st) {
+    fail(st);
+    return false;
+  }
+  const auto start = reinterpret_cast<uintptr_t>(slot);
+  reserved = static_cast<uint32_t>(std::min<uint64_t>(e_.outbound.slot_bytes, roundUpToPage(start + bytes) - start));
+  return true;
 }
 
 bool ShmConnection::outboundFull() {
@@ -403,8 +423,9 @@ void ShmConnection::landStreaming(RecvRequest& r, const uint8_t* bytes, size_t n
 bool ShmConnection::combineIntoOutbound(RecvRequest& r, const uint8_t* bytes, size_t n) {
   pushSends();
   SendRequest& s = *r.forward;
+  // A slot not yet reserved that far takes the plain path, whose pushSends reserves it.
   if (sends_.empty() || &sends_.front() != &s || s.offset != r.offset || n > e_.outbound.payloadBytes() ||
-      outboundFull())
+      outboundFull() || reserved_[head_ % e_.outbound.nslots] < kSlotHeaderBytes + n)
     return false;
   uint8_t* slot = e_.outbound.slot(head_);
   uint8_t* result = slot + kSlotHeaderBytes;

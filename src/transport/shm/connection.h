@@ -82,6 +82,7 @@ class ShmConnection : public Connection {
   void opEnds(uint64_t op_tag) override;
 
  private:
+  bool reserveSlot(size_t bytes);
   struct SendRequest {
     const uint8_t* data;
     size_t bytes;
@@ -175,6 +176,7 @@ class ShmConnection : public Connection {
   uint64_t tail_ = 0;       // inbound: slots we released
   uint64_t head_seen_ = 0;  // inbound: the peer's head, last read
   Status failure_;          // the first error sticks
+  std::vector<uint32_t> reserved_;  // per outbound slot: how many of its bytes have pages (reserveSlot)
   SlotCopyPolicy copy_policy_;  // outbound: how large payloads go into slots
   TimedChoice way_;             // outbound, busy senders from huge pages: slots (first) or CMA (second)
   OpWay op_;

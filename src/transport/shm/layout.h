@@ -7,8 +7,13 @@
 // or, when large and cross-memory attach works, one slot holding a descriptor the receiver
 // uses to read the payload straight out of the sender's memory.
 //
-//   [SegmentHeader, padded to kHeaderBytes][board: 2 BoardCells][channel 0][channel 1]...
-//   channel = [ChannelControl, padded to kControlBytes][slot 0][slot 1]...[slot nslots-1]
+//   [SegmentHeader, padded to kHeaderBytes][board: 2 BoardCells][control 0][control 1]...
+//   [padding to a page][ring 0][ring 1]...          ring = [slot 0]...[slot nslots-1], page-aligned
+//
+// The controls lie together and the rings after them so that a ring nobody sends on costs no
+// memory: only the header, board and controls are reserved when the segment is made; a ring's
+// pages are reserved by its sender on the first message (segment.h, commitRange), so a host's
+// shared memory grows with the channels in use, not with the square of its ranks.
 //
 // Counters only grow (head, tail, cma_done), so "full" is head - tail == nslots and no slot is
 // ever ambiguous. Each counter has one writer; the other side reads it with acquire. Fields
@@ -22,7 +27,7 @@
 namespace coll::transport::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
-inline constexpr uint32_t kLayoutVersion = 5;
+inline constexpr uint32_t kLayoutVersion = 6;
 inline constexpr uint32_t kSlotMagic = 0x544f4c53;                // "SLOT"
 inline constexpr size_t kHeaderBytes = 4096;
 inline constexpr size_t kControlBytes = 512;
@@ -49,10 +54,11 @@ struct SegmentHeader {
   int32_t owner_pid = 0;
   // magic, version and owner_pid keep their offsets in every version (stale_segments.cc
   // reads them from segments of older layouts). Version 5: the owner holds a lock on it.
+  // Version 6: controls together, rings after them (the layout above).
   uint64_t slot_bytes = 0;
   uint32_t nslots = 0;
   uint32_t reserved = 0;
-  uint64_t channel_stride = 0;  // bytes from one channel to the next
+  uint64_t channel_stride = 0;  // bytes from one ring to the next (a page multiple)
   uint64_t probe_address = 0;   // a word in the owner's memory holding probe_value: peers try
   uint64_t probe_value = 0;     // to read it with process_vm_readv to decide on CMA
   char wake_name[64] = {};      // the owner's wake socket (wake_socket.h), "" if none
@@ -123,18 +129,33 @@ struct SlotHeader {
 inline constexpr size_t kSlotHeaderBytes = 64;
 static_assert(sizeof(SlotHeader) <= kSlotHeaderBytes);
 
+inline constexpr uint64_t kPageBytes = 4096;
+inline constexpr uint64_t roundUpToPage(uint64_t n) { return (n + kPageBytes - 1) / kPageBytes * kPageBytes; }
+
+// Where the rings of a segment with `nchannels` channels begin: after the controls.
+inline constexpr uint64_t ringsOffset(uint32_t nchannels) {
+  return roundUpToPage(kChannelsOffset + uint64_t{kControlBytes} * nchannels);
+}
+
 // Geometry a segment is created with.
 struct Geometry {
   uint64_t slot_bytes = 0;
   uint32_t nslots = 0;
   uint32_t nchannels = 0;
 
-  uint64_t channelStride() const { return kControlBytes + slot_bytes * nslots; }
-  uint64_t segmentBytes() const { return kChannelsOffset + channelStride() * nchannels; }
+  uint64_t ringStride() const { return roundUpToPage(slot_bytes * nslots); }
+  // What is reserved when the segment is made: header, board and controls.
+  uint64_t fixedBytes() const { return ringsOffset(nchannels); }
+  uint64_t segmentBytes() const { return fixedBytes() + ringStride() * nchannels; }
 };
 
-inline ChannelControl* channelAt(void* segment, uint64_t stride, uint32_t index) {
-  return reinterpret_cast<ChannelControl*>(static_cast<uint8_t*>(segment) + kChannelsOffset + stride * index);
+inline ChannelControl* channelAt(void* segment, uint32_t index) {
+  return reinterpret_cast<ChannelControl*>(static_cast<uint8_t*>(segment) + kChannelsOffset +
+                                           uint64_t{kControlBytes} * index);
+}
+
+inline uint8_t* ringAt(void* segment, uint32_t nchannels, uint64_t ring_stride, uint32_t index) {
+  return static_cast<uint8_t*>(segment) + ringsOffset(nchannels) + ring_stride * index;
 }
 
 // One direction of a channel as seen by either end.

@@ -10,12 +10,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 
 #include "bootstrap/auth.h"
 #include "base/log.h"
+
+// Linux 5.14's; glibc 2.36's headers may lack it.
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 namespace coll::transport::shm {
 namespace {
@@ -28,13 +35,26 @@ size_t freeBytes() {
   return static_cast<size_t>(vfs.f_bavail) * vfs.f_frsize;
 }
 
-Status tooSmall(size_t bytes, int host_ranks) {
-  size_t need = bytes * static_cast<size_t>(host_ranks);
+size_t sizeBytes() {
+  struct statvfs vfs{};
+  if (::statvfs(kShmDir, &vfs) != 0) return SIZE_MAX;
+  return static_cast<size_t>(vfs.f_blocks) * vfs.f_frsize;
+}
+
+// What a rank needs to start and run a ring: its fixed part, and the rings its two ring
+// neighbours send on (every other ring waits for a first message).
+size_t startBytes(const Geometry& g) { return g.fixedBytes() + std::min<uint32_t>(2, g.nchannels) * g.ringStride(); }
+
+Status tooSmall(const Geometry& g, int host_ranks) {
+  const size_t each = startBytes(g);
   return transportError(format(
-      "shared memory: %s has %s free, coll needs %s for %d local peer%s (%d ranks on this host x %s); enlarge it "
-      "(docker --shm-size) or set COLL_TRANSPORT=socket",
-      kShmDir, formatBytes(freeBytes()).c_str(), formatBytes(need).c_str(), host_ranks - 1, host_ranks == 2 ? "" : "s",
-      host_ranks, formatBytes(bytes).c_str()));
+      "shared memory: %s holds %s (%s free); %d ranks on this host need %s to start and run a ring (%s each: its "
+      "header and %u channel controls, %s, and the rings its two ring neighbours send on, %s each); enlarge %s "
+      "(docker --shm-size), lower COLL_SHM_NSLOTS or COLL_SHM_SLOT_BYTES (a ring is their product), run fewer ranks "
+      "on a host, or set COLL_TRANSPORT=socket",
+      kShmDir, formatBytes(sizeBytes()).c_str(), formatBytes(freeBytes()).c_str(), host_ranks,
+      formatBytes(each * static_cast<size_t>(host_ranks)).c_str(), formatBytes(each).c_str(), g.nchannels,
+      formatBytes(g.fixedBytes()).c_str(), formatBytes(g.ringStride()).c_str(), kShmDir));
 }
 
 Status sysError(const char* what, const std::string& name, int err) {
@@ -49,8 +69,10 @@ int openExclusive(const std::string& name) {
   return ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 }
 
+// No MAP_POPULATE: a peer's segment is mostly rings this rank never touches, and faulting them
+// all in cost start-ups with many ranks on a host seconds (a page table entry per page).
 Status mapFd(int fd, size_t bytes, const std::string& name, Mapping* out) {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) return sysError("mmap", name, errno);
   *out = Mapping(p, bytes);
   return Status::ok();
@@ -79,18 +101,21 @@ std::string segmentName(const std::string& secret, const std::string& key_prefix
   return format("/coll-%016llx", static_cast<unsigned long long>(h));
 }
 
-Status createSegment(const std::string& name, size_t bytes, int host_ranks, Mapping* out) {
-  const size_t free_bytes = freeBytes();
-  COLL_INFO("INIT", "shared memory: %s of %s for %d local peer(s); %s free (%d ranks on this host need %s)",
-            name.c_str(), formatBytes(bytes).c_str(), host_ranks - 1, formatBytes(free_bytes).c_str(), host_ranks,
-            formatBytes(bytes * static_cast<size_t>(host_ranks)).c_str());
-  if (bytes > free_bytes) return tooSmall(bytes, host_ranks);
+Status createSegment(const std::string& name, const Geometry& g, int host_ranks, Mapping* out) {
+  const size_t fixed = g.fixedBytes(), bytes = g.segmentBytes(), free_bytes = freeBytes();
+  COLL_INFO("INIT", "shared memory: %s, %s reserved of %s for %d local peer(s); %s free (%d ranks on this host need "
+            "%s to start)", name.c_str(), formatBytes(fixed).c_str(), formatBytes(bytes).c_str(), host_ranks - 1,
+            formatBytes(free_bytes).c_str(), host_ranks, formatBytes(startBytes(g) * host_ranks).c_str());
+  // Against the size of /dev/shm, not what is free: every rank of the host reaches the same verdict.
+  if (startBytes(g) * static_cast<size_t>(host_ranks) > sizeBytes() || fixed > free_bytes) return tooSmall(g, host_ranks);
   UniqueFd fd(openExclusive(name));
   if (!fd) return sysError("shm_open", name, errno);
-  int err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes));
+  // The whole length, sparse; only the fixed part reserved now (the rings: commitRange).
+  int err = ::ftruncate(fd.get(), static_cast<off_t>(bytes)) == 0 ? 0 : errno;
+  if (err == 0) err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(fixed));
   if (err != 0) {
     ::shm_unlink(name.c_str());
-    return err == ENOSPC ? tooSmall(bytes, host_ranks) : sysError("posix_fallocate", name, err);
+    return err == ENOSPC ? tooSmall(g, host_ranks) : sysError("posix_fallocate", name, err);
   }
   Status st = mapFd(fd.get(), bytes, name, out);
   if (!st) {
@@ -114,6 +139,23 @@ Status openSegment(const std::string& name, Mapping* out) {
 }
 
 void unlinkSegment(const std::string& name) { ::shm_unlink(name.c_str()); }
+
+Status commitRange(void* address, size_t bytes, const std::string& what) {
+  auto begin = reinterpret_cast<uintptr_t>(address) / kPageBytes * kPageBytes;
+  auto end = roundUpToPage(reinterpret_cast<uintptr_t>(address) + bytes);
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0) return Status::ok();
+  const int err = errno;
+  if (err == EINVAL) {  // a kernel before 5.14: touch it (a full /dev/shm is then a SIGBUS, not this error)
+    for (uintptr_t page = begin; page < end; page += kPageBytes)
+      reinterpret_cast<volatile std::atomic<uint8_t>*>(page)->fetch_add(0, std::memory_order_relaxed);
+    return Status::ok();
+  }
+  return transportError(format(
+      "shared memory: cannot reserve %s for %s: %s (%s has %s free); free or enlarge %s (docker --shm-size), lower "
+      "COLL_SHM_NSLOTS or COLL_SHM_SLOT_BYTES (each ring is their product), or set COLL_TRANSPORT=socket",
+      formatBytes(end - begin).c_str(), what.c_str(), err == EFAULT ? "it is full" : std::strerror(err), kShmDir,
+      formatBytes(freeBytes()).c_str(), kShmDir));
+}
 
 PeerProcess::PeerProcess(pid_t pid) : pid_(pid) {
 #ifdef SYS_pidfd_open

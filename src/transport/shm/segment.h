@@ -49,11 +49,19 @@ class Mapping {
 
 std::string segmentName(const std::string& secret, const std::string& key_prefix, int rank);
 
-// Creates the segment (exclusively; a stale one of the same name, left by a crashed run of
-// the same job, is replaced), takes the owner's lock on it (Mapping::holdOwnerLock), reserves `bytes` of /dev/shm so that a full /dev/shm fails here
-// rather than with SIGBUS later, and maps it. `host_ranks` (ranks on this host, each making
-// one such segment) only shapes the error message, which names the space needed.
-Status createSegment(const std::string& name, size_t bytes, int host_ranks, Mapping* out);
+// Creates the segment of geometry `g` (exclusively; a stale one of the same name, left by a
+// crashed run of the same job, is replaced), takes the owner's lock on it
+// (Mapping::holdOwnerLock), reserves its fixed part (header, board, controls) in /dev/shm so
+// that a full /dev/shm fails here rather than with SIGBUS later, and maps it. The rings stay
+// sparse until commitRange. Fails, naming the space and the knobs, where /dev/shm cannot hold
+// what `host_ranks` ranks (this host's, each making one such segment) need to start and run a
+// ring: every rank of the host decides the same.
+Status createSegment(const std::string& name, const Geometry& g, int host_ranks, Mapping* out);
+
+// Reserves the pages of [address, address + bytes) of a mapped segment (MADV_POPULATE_WRITE):
+// the first writer of a ring calls it before its first message, so that a full /dev/shm is
+// this error, naming `what` and the knobs, rather than a SIGBUS mid-copy.
+Status commitRange(void* address, size_t bytes, const std::string& what);
 
 // Maps an existing segment read-write.
 Status openSegment(const std::string& name, Mapping* out);

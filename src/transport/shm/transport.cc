@@ -181,8 +181,8 @@ Status ShmTransport::validatePeers() const {
 
 Status ShmTransport::createOwn() {
   geometry_ = geometryFor(config_, local_peers_.size());
-  COLL_RETURN_IF_ERROR(createSegment(segmentNameFor(dir_, dir_.rank), geometry_.segmentBytes(),
-                                     static_cast<int>(local_peers_.size()) + 1, &own_));
+  COLL_RETURN_IF_ERROR(
+      createSegment(segmentNameFor(dir_, dir_.rank), geometry_, static_cast<int>(local_peers_.size()) + 1, &own_));
   auto* h = new (own_.base()) SegmentHeader();
   h->version = kLayoutVersion;
   h->nchannels = geometry_.nchannels;
@@ -194,7 +194,7 @@ Status ShmTransport::createOwn() {
   h->magic = kSegmentMagic;
   h->slot_bytes = geometry_.slot_bytes;
   h->nslots = geometry_.nslots;
-  h->channel_stride = geometry_.channelStride();
+  h->channel_stride = geometry_.ringStride();
   cpu_set_t cpus;
   if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0)
     for (int c = 0; c < std::min<int>(CPU_SETSIZE, 1024); ++c)
@@ -204,7 +204,7 @@ Status ShmTransport::createOwn() {
   h->probe_value = probe.value;
   new (boardAt(own_.base())) BoardCell[2]();
   for (uint32_t i = 0; i < geometry_.nchannels; ++i) {
-    auto* c = new (channelAt(own_.base(), h->channel_stride, i)) ChannelControl();
+    auto* c = new (channelAt(own_.base(), i)) ChannelControl();
     c->sender = local_peers_[i];
     c->receiver = dir_.rank;
   }
@@ -213,9 +213,9 @@ Status ShmTransport::createOwn() {
   if (bound) std::snprintf(h->wake_name, sizeof h->wake_name, "%s", wakeSocketName(segment).c_str());
   else COLL_INFO("SHM", "%s", bound.message().c_str());
   self_ = h;
-  COLL_INFO("SHM", "segment %s: %u peer(s) x %u slots x %s = %s", segmentNameFor(dir_, dir_.rank).c_str(),
-            geometry_.nchannels, geometry_.nslots, formatBytes(geometry_.slot_bytes).c_str(),
-            formatBytes(own_.bytes()).c_str());
+  COLL_INFO("SHM", "segment %s: %u peer(s) x %u slots x %s = %s, each ring reserved by its sender's first message",
+            segmentNameFor(dir_, dir_.rank).c_str(), geometry_.nchannels, geometry_.nslots,
+            formatBytes(geometry_.slot_bytes).c_str(), formatBytes(own_.bytes()).c_str());
   return Status::ok();
 }
 
@@ -228,10 +228,10 @@ Status ShmTransport::mapPeer(Peer& p, Deadline deadline) {
     return transportError(format("peer %d could not set up shared memory: %s", p.rank, name.c_str() + 6), p.rank);
   COLL_RETURN_IF_ERROR(openSegment(name, &p.mapping));
   const SegmentHeader* h = p.mapping.header();
-  uint64_t stride = kControlBytes + h->slot_bytes * h->nslots;
+  const Geometry g{h->slot_bytes, h->nslots, h->nchannels};
   if (h->magic != kSegmentMagic || h->version != kLayoutVersion || h->owner_rank != p.rank ||
-      h->channel_stride != stride || h->slot_bytes < 4096 || h->nslots < 2 ||
-      kChannelsOffset + stride * h->nchannels > p.mapping.bytes())
+      h->channel_stride != g.ringStride() || h->slot_bytes < 4096 || h->nslots < 2 ||
+      g.segmentBytes() > p.mapping.bytes())
     return transportError(format("shared memory segment %s of peer %d is not a coll segment of this version",
                                  name.c_str(), p.rank), p.rank);
   return findChannel(p);
@@ -240,7 +240,7 @@ Status ShmTransport::mapPeer(Peer& p, Deadline deadline) {
 Status ShmTransport::findChannel(Peer& p) const {
   const SegmentHeader* h = p.mapping.header();
   for (uint32_t j = 0; j < h->nchannels; ++j) {
-    if (channelAt(p.mapping.base(), h->channel_stride, j)->sender != dir_.rank) continue;
+    if (channelAt(p.mapping.base(), j)->sender != dir_.rank) continue;
     p.channel = j;
     return Status::ok();
   }
@@ -255,7 +255,7 @@ void ShmTransport::probePeer(Peer& p, uint32_t index) {
   const SegmentHeader* h = p.mapping.header();
   Status st = probe(h->owner_pid, ProbeTarget{h->probe_address, h->probe_value});
   p.readable = st.isOk();
-  channelAt(own_.base(), geometry_.channelStride(), index)->cma_ok.store(p.readable ? 1 : 0, std::memory_order_release);
+  channelAt(own_.base(), index)->cma_ok.store(p.readable ? 1 : 0, std::memory_order_release);
   if (!p.readable && !logged_no_cma_) {
     logged_no_cma_ = true;
     COLL_INFO("SHM", "cannot read the memory of peer %d (pid %d): %s; large messages from it come through the slots "
@@ -282,10 +282,10 @@ void ShmTransport::buildConnections() {
     uint32_t index = static_cast<uint32_t>(&p - peers_.data());
     Endpoints e;
     e.peer = p.rank;
-    ChannelControl* in = channelAt(own_.base(), geometry_.channelStride(), index);
-    e.inbound = Ring{in, reinterpret_cast<uint8_t*>(in) + kControlBytes, geometry_.slot_bytes, geometry_.nslots};
-    ChannelControl* out = channelAt(p.mapping.base(), ph->channel_stride, p.channel);
-    e.outbound = Ring{out, reinterpret_cast<uint8_t*>(out) + kControlBytes, ph->slot_bytes, ph->nslots};
+    e.inbound = Ring{channelAt(own_.base(), index), ringAt(own_.base(), geometry_.nchannels, geometry_.ringStride(), index),
+                     geometry_.slot_bytes, geometry_.nslots};
+    e.outbound = Ring{channelAt(p.mapping.base(), p.channel), ringAt(p.mapping.base(), ph->nchannels, ph->channel_stride, p.channel),
+                      ph->slot_bytes, ph->nslots};
     e.peer_header = p.mapping.header();
     e.read_peer = p.readable;
     e.cma_threshold = config_.shm_cma_threshold;

@@ -1,0 +1,129 @@
+// What the shm transport costs in /dev/shm: a segment's rings take memory only as they are
+// written (src/transport/shm/layout.h), so a host's shared memory grows with the channels in
+// use, not with the square of its ranks; and a /dev/shm that fills up after start-up fails the
+// first message that needs more, naming the cause and the knobs, instead of a SIGBUS.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "transport/connection_conformance.h"
+#include "transport/shm/layout.h"
+#include "transport/shm/transport.h"
+
+namespace coll::test {
+namespace {
+
+namespace shm = transport::shm;
+
+const TransportUnderTest kShm{"shm", shm::createTransport, nullptr, shm::segmentNameFor};
+
+constexpr int kSlots = 4;
+constexpr size_t kSlotBytes = 64 << 10;
+constexpr size_t kRing = kSlots * kSlotBytes;
+
+Config smallRings(Config c) {
+  c.shm_nslots = kSlots;
+  c.shm_slot_bytes = kSlotBytes;
+  c.shm_cma_threshold = 0;  // every byte through the slots
+  return c;
+}
+
+// The bytes /dev/shm holds for this rank's own segment: the owner keeps its descriptor open
+// (segment.h, Mapping::holdOwnerLock), so it is found among ours by name.
+size_t ownSegmentBytes(const PeerDirectory& dir) {
+  const std::string name = "/dev/shm" + shm::segmentNameFor(dir, dir.rank);
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    char target[PATH_MAX] = {};
+    if (::readlink(fd.path().c_str(), target, sizeof target - 1) <= 0) continue;
+    if (std::string(target).rfind(name, 0) != 0) continue;
+    struct stat st{};
+    if (::stat(fd.path().c_str(), &st) == 0) return static_cast<size_t>(st.st_blocks) * 512;
+  }
+  return SIZE_MAX;
+}
+
+// Three ranks, all on one host. Set up, each segment holds only its fixed part. Rank 0 sends 8
+// bytes to rank 1: rank 1's segment grows by one page. Then 1 MiB: by one ring. Rank 2, whom
+// nobody sends to, holds its fixed part throughout.
+TEST(ShmMemory, ARingTakesMemoryOnlyAsItIsWritten) {
+  CaseOptions o;
+  o.ranks = 3;
+  o.configure = [](Config* c) { *c = smallRings(*c); };
+  expectAllSucceeded(runCase(kShm, [](Endpoint& ep) {
+    const size_t fixed = shm::Geometry{kSlotBytes, kSlots, 2}.fixedBytes();
+    auto held = [&] { return ownSegmentBytes(ep.directory); };
+    RANK_CHECK(held() == fixed, "after set-up the segment holds %zu bytes, expected its fixed part, %zu", held(), fixed);
+    ep.barrier("set-up measured");
+    std::vector<uint8_t> out(1 << 20), in = recvBuffer(1 << 20);
+    fillPattern(out.data(), out.size(), 7);
+    auto oneMessage = [&](size_t bytes, uint64_t tag) {
+      if (ep.self.rank == 0) ep.conns[1]->postSend(out.data(), bytes, tag, tag);
+      if (ep.self.rank == 1) ep.conns[0]->postRecv(in.data(), bytes, tag, tag);
+      if (ep.self.rank < 2)
+        for (const auto& [cookie, s] : ep.wait(1)) RANK_CHECK(s.isOk(), "message %d: %s", int(cookie), s.message().c_str());
+      ep.barrier("sent " + std::to_string(tag));
+    };
+    oneMessage(8, 1);
+    const size_t after_small = held();
+    if (ep.self.rank == 1)
+      RANK_CHECK(after_small == fixed + shm::kPageBytes, "after 8 bytes: %zu, expected %zu + one page", after_small,
+                 fixed);
+    else
+      RANK_CHECK(after_small == fixed, "after rank 0 sent rank 1 8 bytes: %zu, expected %zu", after_small, fixed);
+    ep.barrier("measured 1");  // before rank 0's next message lands in rank 1's segment
+    oneMessage(1 << 20, 2);
+    if (ep.self.rank == 1) checkPattern(in.data(), 1 << 20, 7, "1 MiB");
+    const size_t after_large = held();
+    if (ep.self.rank == 1)
+      RANK_CHECK(after_large == fixed + kRing, "after 1 MiB: %zu, expected %zu + a ring of %zu", after_large, fixed,
+                 kRing);
+    else
+      RANK_CHECK(after_large == fixed, "after rank 0 sent rank 1 1 MiB: %zu, expected %zu", after_large, fixed);
+  }, o));
+}
+
+// /dev/shm (a private 2 MiB one, in a mount namespace) is filled after set-up: rank 0's first
+// message to rank 1 fails on rank 0 with an error naming /dev/shm, that it is full, and the
+// knobs; rank 1's receive fails too (rank 0 closed the connection), nobody gets a SIGBUS.
+TEST(ShmMemory, AFullDevShmFailsTheFirstMessageThatNeedsMoreClearly) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: a private /dev/shm in a mount namespace";
+  ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=2m"), 0) << std::strerror(errno);
+  CaseOptions o;
+  o.configure = [](Config* c) { *c = smallRings(*c); };
+  expectAllSucceeded(runCase(kShm, [](Endpoint& ep) {
+    ep.barrier("set up");
+    if (ep.self.rank == 0) {  // fill what is left
+      int fd = ::open("/dev/shm/filler", O_RDWR | O_CREAT, 0600);
+      RANK_CHECK(fd >= 0, "open: %s", std::strerror(errno));
+      for (off_t at = 0; ::posix_fallocate(fd, at, shm::kPageBytes) == 0;) at += shm::kPageBytes;
+      ::close(fd);
+    }
+    ep.barrier("full");
+    std::vector<uint8_t> out(kSlotBytes), in = recvBuffer(kSlotBytes);
+    if (ep.self.rank == 0) ep.conns[1]->postSend(out.data(), out.size(), 1, 1);
+    else ep.conns[0]->postRecv(in.data(), in.size(), 1, 1);
+    for (const auto& [cookie, s] : ep.wait(1)) {
+      RANK_CHECK(!s.isOk(), "the message went through a full /dev/shm");
+      const std::string& m = s.message();
+      if (ep.self.rank == 0)
+        RANK_CHECK(m.find("cannot reserve") != std::string::npos && m.find("it is full") != std::string::npos &&
+                       m.find("peer 1") != std::string::npos && m.find("COLL_SHM_NSLOTS") != std::string::npos &&
+                       m.find("COLL_TRANSPORT=socket") != std::string::npos,
+                   "unclear message: %s", m.c_str());
+    }
+    ::unlink("/dev/shm/filler");
+  }, o));
+}
+
+}  // namespace
+}  // namespace coll::test
