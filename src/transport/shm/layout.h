@@ -30,7 +30,7 @@ inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
 inline constexpr uint32_t kLayoutVersion = 6;
 inline constexpr uint32_t kSlotMagic = 0x544f4c53;                // "SLOT"
 inline constexpr size_t kHeaderBytes = 4096;
-inline constexpr size_t kControlBytes = 512;
+inline constexpr size_t kControlBytes = 192;
 inline constexpr size_t kReasonBytes = 512;
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm counters must be lock-free across processes");
@@ -91,19 +91,21 @@ inline BoardCell* boardAt(void* segment) {
   return reinterpret_cast<BoardCell*>(static_cast<uint8_t*>(segment) + kHeaderBytes);
 }
 
+// Three cache lines, one per writer: set-up's, the sender's, the receiver's. Each side reads the
+// other's line anyway (head, tail), so its "I am gone" flag rides there for free.
 struct ChannelControl {
   int32_t sender = -1;    // rank that writes the slots
   int32_t receiver = -1;  // the segment's owner
   // The receiver's verdict on reading the sender's memory (set before the init barrier).
   std::atomic<uint32_t> cma_ok{0};
   alignas(64) std::atomic<uint64_t> head{0};  // sender: slots published
+  // Each side's "I am gone": set when that side failed the connection or closed the transport.
+  std::atomic<uint32_t> closed_by_sender{0};
   alignas(64) std::atomic<uint64_t> tail{0};  // receiver: slots released
   std::atomic<uint64_t> cma_done{0};          // receiver: sequence of the last descriptor read
-  // Each side's "I am gone": set when that side failed the connection or closed the transport.
-  alignas(64) std::atomic<uint32_t> closed_by_sender{0};
-  alignas(64) std::atomic<uint32_t> closed_by_receiver{0};
+  std::atomic<uint32_t> closed_by_receiver{0};
 };
-static_assert(sizeof(ChannelControl) <= kControlBytes);
+static_assert(sizeof(ChannelControl) == kControlBytes && kControlBytes % 64 == 0);
 
 enum class SlotKind : uint32_t { inline_data = 1, cma_descriptor = 2, mapped_descriptor = 3 };
 
