@@ -23,7 +23,10 @@ struct WorkState;
 class COLL_API Work {
  public:
   Work() = default;
-  explicit Work(std::shared_ptr<detail::WorkState> state) : state_(std::move(state)) {}
+  explicit Work(std::shared_ptr<detail::WorkState> state);
+  // An op's Work over a state it may share with other ops (one that finished, say): the
+  // sequence is the Work's own.
+  Work(std::shared_ptr<detail::WorkState> state, uint64_t sequence) : state_(std::move(state)), sequence_(sequence) {}
 
   // True once the op finished, successfully or not. Never blocks.
   bool test() const;
@@ -55,6 +58,7 @@ class COLL_API Work {
 
  private:
   std::shared_ptr<detail::WorkState> state_;
+  uint64_t sequence_ = 0;
 };
 
 }  // namespace coll

@@ -198,6 +198,7 @@ Work CommunicatorImpl::enqueue(OpRequest&& op) {
 // The path may start or take the op at issue (execution_path.h). True: it did, and *work is
 // the op's (a finished op's state moves into it: no reference count traffic).
 bool CommunicatorImpl::issueOnPath(ExecutionPath& path, OpRequest& op, Work* work, bool* quietly) {
+  const uint64_t sequence = op.work->sequence;
   IssueState state;
   std::optional<Error> failed;
   if (failed_.load(std::memory_order_acquire)) {
@@ -207,6 +208,9 @@ bool CommunicatorImpl::issueOnPath(ExecutionPath& path, OpRequest& op, Work* wor
   std::unique_lock<std::mutex> engine;
   if (path.startsAtIssue()) {
     engine = std::unique_lock<std::mutex>(engine_mu_, std::try_to_lock);
+    if (engine.owns_lock() && !failed && &path == board_.get() && queued_.load(std::memory_order_acquire) > 0)
+      finishReadyBoardOps();
+    state.engine_held = engine.owns_lock();
     state.engine_idle = engine.owns_lock() && queued_.load(std::memory_order_acquire) == 0 && !failed;
   }
   Status failure;
@@ -221,8 +225,8 @@ bool CommunicatorImpl::issueOnPath(ExecutionPath& path, OpRequest& op, Work* wor
   }
   if (!failure) onFailure(op, failure.toError(opLabel(op, path.name())));
   // Paths leave the state in op: moved into the Work, no reference-count traffic (the board's
-  // few hundred nanoseconds notice it).
-  *work = Work(std::move(op.work));
+  // few hundred nanoseconds notice it). It may be one shared by finished ops (board_path.h).
+  *work = Work(std::move(op.work), sequence);
   return true;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -97,6 +98,8 @@ class CommunicatorImpl final : private detail::OpDriver {
   bool driveUntilDone(const detail::WorkState& work) override;
   bool runNext();
   void runOp(OpRequest& op, const std::optional<Error>& failed);
+  void ran(OpRequest& op, const Status& st, const RunReport& report, std::chrono::steady_clock::time_point started);
+  void finishReadyBoardOps();
   void onFailure(OpRequest& op, Error error);
   Error withLedger(const OpRequest& op, const Error& error);
   // The store's "gone" list: the store appends a rank to it when that rank's presence

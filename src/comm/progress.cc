@@ -158,6 +158,11 @@ void CommunicatorImpl::runOp(OpRequest& op, const std::optional<Error>& failed) 
   RunReport report;
   const auto started = trace_ ? Clock::now() : Clock::time_point{};  // no clock read untraced
   Status st = path.run(op, &report);
+  ran(op, st, report, started);
+}
+
+// What every op does once its path is done with it, on whichever thread ran it.
+void CommunicatorImpl::ran(OpRequest& op, const Status& st, const RunReport& report, Clock::time_point started) {
   if (trace_)
     trace_->record({toString(op.kind), report.algorithm, op.work->sequence, op.bytes(), op.enqueued, started,
                     Clock::now(), st.isOk()});
@@ -170,6 +175,36 @@ void CommunicatorImpl::runOp(OpRequest& op, const std::optional<Error>& failed) 
     onFailure(op, st.toError(opLabel(op, report.algorithm)));
   }
   link_->beat();
+}
+
+// Board ops at the head of the queue that every rank has posted: finished by the thread that
+// issues the next op, before it issues it, so that small ops issued back to back (as
+// all_reduce_perf does) keep to the issuing thread instead of moving to the progress thread,
+// whose hand-over and wake-ups cost more than the op. Nothing here waits for a peer: the first
+// op that is not ready stops it. engine_mu_ held.
+void CommunicatorImpl::finishReadyBoardOps() {
+  for (;;) {
+    OpRequest* head = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty() || first_error_) return;
+      head = &queue_.front();  // stays where it is: only engine_mu_'s holder pops
+    }
+    if (&pathFor(*head) != board_.get()) return;
+    const auto started = trace_ ? Clock::now() : Clock::time_point{};
+    Status st;
+    if (!board_->finishWithoutWaiting(*head, &st)) return;
+    OpRequest op;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      op = std::move(queue_.front());
+      queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    RunReport report;
+    report.algorithm = board_->name();
+    ran(op, st, report, started);
+  }
 }
 
 }  // namespace coll

@@ -83,7 +83,10 @@ std::optional<Error> Work::error() const {
   return state_->error;
 }
 
-uint64_t Work::sequence() const { return state_ ? state_->sequence : 0; }
+Work::Work(std::shared_ptr<detail::WorkState> state)
+    : state_(std::move(state)), sequence_(state_ ? state_->sequence : 0) {}
+
+uint64_t Work::sequence() const { return sequence_; }
 
 void Work::onComplete(std::function<void()> fn) const {
   if (!state_) throw kInvalidWork;

@@ -23,6 +23,7 @@ bool boardKind(OpKind kind) {
 BoardPath::BoardPath(int rank, int size, const Config& config, const transport::TransportSet& transports,
                      ScheduledPath& scheduled, Ledger& ledger, OpTrace* trace)
     : config_(config), scheduled_(scheduled), ledger_(ledger), trace_(trace) {
+  finished_ok_->completeUnshared(std::nullopt);
   if (size == 1 || config_.shm_board_bytes == 0) return;
   transport::Transport* t = transports.for_peer[rank == 0 ? 1 : 0];
   for (int p = 0; p < size; ++p)
@@ -57,7 +58,11 @@ std::shared_ptr<detail::WorkState> BoardPath::newWorkState(const OpRequest& op) 
 }
 
 Issued BoardPath::issue(OpRequest& op, const IssueState& state, Status* failure) {
-  if (!state.engine_idle || !config_.inline_ops || config_.check) return Issued::queue;
+  if (!config_.inline_ops || config_.check) return Issued::queue;
+  // Behind a board op posted and waiting on its peers: the next issue or a wait finishes both
+  // (CommunicatorImpl::finishReadyBoardOps), so waking the progress thread would only have it
+  // contend for the cores.
+  if (!state.engine_idle) return state.engine_held && !tickets_.empty() ? Issued::queue_quietly : Issued::queue;
   // Without COLL_CHECK, begin() would only record the op in the ledger: done here, once the
   // outcome is known, so an op that finishes inline publishes the ledger once instead of twice.
   const LedgerEntry entry{op.work->sequence, op.wire_sequence, OpFingerprint::of(op, name())};
@@ -79,8 +84,13 @@ Issued BoardPath::issue(OpRequest& op, const IssueState& state, Status* failure)
     trace_->record({toString(op.kind), name(), op.work->sequence, op.bytes(), posted, posted,
                     std::chrono::steady_clock::now(), st.isOk()});
   ledger_.ran(entry, st.isOk());
-  if (st) op.work->completeUnshared(std::nullopt);
-  else *failure = st;
+  if (!st) {
+    *failure = st;
+    return Issued::taken;
+  }
+  // Its state is free for the next op (newWorkState) and its Work shares one that finished well.
+  op.work->completeUnshared(std::nullopt);
+  op.work = finished_ok_;
   return Issued::taken;
 }
 
@@ -98,6 +108,24 @@ Status BoardPath::run(const OpRequest& op, RunReport* report) {
   }
   bool done = false;
   return board_->finish(ticket, call, true, config_.timeout, &isCollectiveTag, &done);
+}
+
+bool BoardPath::finishWithoutWaiting(const OpRequest& op, Status* st) {
+  if (!config_.inline_ops || config_.check) return false;  // the call check is an exchange: run() makes it
+  const transport::BoardCall call = boardCall(op);
+  if (tickets_.empty()) {
+    bool refused = false;
+    *st = scheduled_.begin(op, name(), &refused);  // without COLL_CHECK: the ledger's record, never an error
+    if (!*st) return false;
+    tickets_.emplace_back(op.work->sequence, board_->post(call));
+  } else if (tickets_.front().first != op.work->sequence) {
+    return false;
+  }
+  bool done = false;
+  *st = board_->finish(tickets_.front().second, call, false, config_.timeout, &isCollectiveTag, &done);
+  if (*st && !done) return false;
+  tickets_.pop_front();
+  return true;
 }
 
 transport::BoardCall BoardPath::boardCall(const OpRequest& op) {

@@ -6,9 +6,11 @@
 //
 // An op issued with nothing queued or running is posted at once by the issuing thread, and
 // finished there if every rank has posted too: the queue, the hand-over and the wake-up would
-// cost more than the op (a few hundred ns). Otherwise it is queued, posted when its turn
-// comes, and finishes when waited on or by the progress thread, like any op: issuing never
-// blocks on peers.
+// cost more than the op (a few hundred ns); its Work then shares a state with every other op
+// finished so (finished_ok_). Otherwise it is queued, posted when its turn
+// comes, and finishes when waited on or by the progress thread, like any op, or by the thread
+// issuing the next board op once every rank has posted it (finishWithoutWaiting): issuing
+// never blocks on peers.
 //
 // Threading: issue() and run() under the communicator's engine (tickets_ is theirs);
 // accepts() and newWorkState() on the issuing thread.
@@ -41,6 +43,11 @@ class BoardPath final : public ExecutionPath {
   bool startsAtIssue() const override { return true; }
   Issued issue(OpRequest& op, const IssueState& state, Status* failure) override;
   Status run(const OpRequest& op, RunReport* report) override;
+  // The op at the head of the queue, if it can finish without waiting: posts it if it was not
+  // (in queue order, so the board's sequence stays every rank's), looks once. True: it finished,
+  // *st its outcome, and run() must not see it. Under the engine (CommunicatorImpl::
+  // finishReadyBoardOps).
+  bool finishWithoutWaiting(const OpRequest& op, Status* st);
 
  private:
   transport::BoardCall boardCall(const OpRequest& op);
@@ -51,6 +58,11 @@ class BoardPath final : public ExecutionPath {
   OpTrace* trace_;  // null: untraced
   transport::SmallOpBoard* board_ = nullptr;
   std::shared_ptr<detail::WorkState> spare_work_;  // the last board op's, reused once nobody holds it
+  // The state of every op that finished well at issue, shared by their Works (each keeps its own
+  // sequence): a loop that issues a thousand small ops before waiting (as all_reduce_perf does)
+  // then allocates no state per op. Held by a thousand Works, a state per op took 0.3 us an op
+  // more on 2 ranks (15,096 page faults in 200,000 ops against 2,632), half the op. Never reset.
+  std::shared_ptr<detail::WorkState> finished_ok_ = std::make_shared<detail::WorkState>();
   std::deque<std::pair<uint64_t, uint64_t>> tickets_;  // (op sequence, ticket) of ops posted at issue, in order
   uint8_t barrier_byte_[1] = {0};
 };

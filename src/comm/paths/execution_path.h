@@ -31,6 +31,7 @@ struct IssueState {
   // This thread holds the engine (no other thread runs ops), nothing is queued ahead and the
   // communicator has not failed: a path may start the op now and keep issue order.
   bool engine_idle = false;
+  bool engine_held = false;  // this thread holds the engine, ops may be queued ahead
   const Error* failed = nullptr;  // the communicator's first error, if it failed
 };
 
