@@ -177,6 +177,8 @@ void manyIndependentOps(Communicator& comm, Rank& self) {
 // Small all-reduces (the one-host board: transport/small_op_board.h) mixed with ops on the
 // message path and barriers, issued without waiting, ranks taking turns to be late so that
 // some board ops are posted and finished at once, some posted and left pending, some queued.
+// Ops finished at issue share one state (BoardPath::finished_ok_): each Work still has its own
+// sequence, and a callback added to it runs once.
 void boardAndMessageOpsInterleaved(Communicator& comm, Rank&) {
   const int n = comm.size(), rank = comm.rank();
   const int kOps = 300;
@@ -191,8 +193,13 @@ void boardAndMessageOpsInterleaved(Communicator& comm, Rank&) {
     if (k % 37 == 0) works.back().wait();
   }
   RANK_CHECK(works.back().wait(std::chrono::milliseconds(25'000)), "the last op did not finish within 25 s");
+  int callbacks = 0;
   for (int k = 0; k < kOps; ++k) {
     RANK_CHECK(works[k].test() && !works[k].error(), "op %d not done or failed", k);
+    RANK_CHECK(works[k].sequence() == works[0].sequence() + static_cast<uint64_t>(k), "op %d has sequence %llu", k,
+               static_cast<unsigned long long>(works[k].sequence()));
+    works[k].onComplete([&callbacks] { ++callbacks; });  // done: runs here, once
+    RANK_CHECK(callbacks == k + 1, "op %d: %d callbacks ran, expected %d", k, callbacks, k + 1);
     if (k % 11 == 10) continue;
     const int64_t want = static_cast<int64_t>(n) * (n - 1) / 2 + static_cast<int64_t>(n) * k;
     for (size_t i = 0; i < bufs[k].size(); ++i)
