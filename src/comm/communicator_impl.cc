@@ -188,16 +188,16 @@ Work CommunicatorImpl::enqueue(OpRequest&& op) {
   }
   if (op.device >= 0 && op.stream) return enqueueOnStream(std::move(op));
   Work work;
-  bool quietly = false;
-  if (issueOnPath(path, op, &work, &quietly)) return work;
+  Nudge nudge = Nudge::keep_hot;
+  if (issueOnPath(path, op, &work, &nudge)) return work;
   work = Work(op.work);
-  push(std::move(op), !quietly);
+  push(std::move(op), nudge);
   return work;
 }
 
 // The path may start or take the op at issue (execution_path.h). True: it did, and *work is
 // the op's (a finished op's state moves into it: no reference count traffic).
-bool CommunicatorImpl::issueOnPath(ExecutionPath& path, OpRequest& op, Work* work, bool* quietly) {
+bool CommunicatorImpl::issueOnPath(ExecutionPath& path, OpRequest& op, Work* work, Nudge* nudge) {
   const uint64_t sequence = op.work->sequence;
   IssueState state;
   std::optional<Error> failed;
@@ -218,7 +218,10 @@ bool CommunicatorImpl::issueOnPath(ExecutionPath& path, OpRequest& op, Work* wor
     case Issued::queue:
       return false;
     case Issued::queue_quietly:
-      *quietly = true;
+      *nudge = Nudge::none;
+      return false;
+    case Issued::queue_behind:
+      *nudge = Nudge::wake_if_cold;
       return false;
     case Issued::taken:
       break;

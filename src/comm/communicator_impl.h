@@ -90,7 +90,8 @@ class CommunicatorImpl final : private detail::OpDriver {
   Status startPaths(const CommOptions& options, const transport::PeerDirectory& dir, std::vector<select::AlgoRule> rules);
   ExecutionPath& pathFor(const OpRequest& op);
   // Gives the op to its path at issue; false: queue it (*quietly: without waking the progress thread).
-  bool issueOnPath(ExecutionPath& path, OpRequest& op, Work* work, bool* quietly);
+  enum class Nudge { keep_hot, none, wake_if_cold };  // how push() stirs the progress thread
+  bool issueOnPath(ExecutionPath& path, OpRequest& op, Work* work, Nudge* nudge);
   std::optional<Error> firstError() const;
   // The progress thread and caller-driven progress (comm/progress.cc).
   void progressLoop();
@@ -111,11 +112,14 @@ class CommunicatorImpl final : private detail::OpDriver {
   void revokedBy(int64_t question, const std::string& why);
   AgreementCall agreementCall(const std::string& key, const std::string& what);
   void closeConnectionsNow(const std::string& reason);
-  // keeps_hot false, for an op whose issuer will most likely wait on it at once (a board op
-  // found pending): neither wakes the progress thread nor starts its polling (kHotFor). The
-  // op is then run by a waiter, by the progress thread once the next push or a kick() wakes
-  // it (Work::test, a bounded wait), or at destruction; peers do not wait for its finishing.
-  void push(OpRequest op, bool keeps_hot = true);
+  // How a push stirs the progress thread. keep_hot: wakes it if it sleeps and keeps it polling
+  // (kHotFor). none, for an op whose issuer will most likely wait on it at once (a board op
+  // found pending): neither; the op is then run by a waiter, by the progress thread once the
+  // next push or a kick() wakes it (Work::test, a bounded wait), or at destruction; peers do
+  // not wait for its finishing. wake_if_cold, for an op peers do wait for (Issued::queue_behind):
+  // wakes a sleeping progress thread, which then runs it unless someone else has within
+  // kInlineGrace, without keeping it polling.
+  void push(OpRequest op, Nudge nudge = Nudge::keep_hot);
   void kick() override;
   static void complete(OpRequest& op, const std::optional<Error>& error);
   void fail(const Error& error);

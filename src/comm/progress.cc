@@ -36,18 +36,18 @@ constexpr auto kHotFor = std::chrono::milliseconds(20);
 
 }  // namespace
 
-void CommunicatorImpl::push(OpRequest op, bool keeps_hot) {
+void CommunicatorImpl::push(OpRequest op, Nudge nudge) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) throw Error(ErrorCode::InvalidArgument, "communicator is being destroyed");
     op.enqueued = Clock::now();
     op.work->queued_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(op.enqueued.time_since_epoch()).count();
-    if (keeps_hot) last_push_ = op.enqueued;
+    if (nudge == Nudge::keep_hot) last_push_ = op.enqueued;
     else unkicked_.store(true, std::memory_order_relaxed);
     queue_.push_back(std::move(op));
     queued_.fetch_add(1, std::memory_order_release);
-    wake = (progress_cold_ && keeps_hot) || !config_.inline_ops;
+    wake = (progress_cold_ && nudge != Nudge::none) || !config_.inline_ops;
   }
   if (wake) queue_cv_.notify_one();
 }

@@ -39,6 +39,10 @@ struct IssueState {
 enum class Issued {
   queue,          // nothing yet: queue it; run() takes it in issue order
   queue_quietly,  // started, not finished: queue it without waking the progress thread (board_path.h says why)
+  // Not started, behind a started op that the thread issuing the next one or a waiter will
+  // finish: queue it without keeping the progress thread polling, but wake it if it sleeps, since
+  // peers wait for this op to start even if nobody here waits on it.
+  queue_behind,
   taken,          // the path has it (the p2p engine) or finished it: the Work completes without the queue
 };
 
