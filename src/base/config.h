@@ -37,8 +37,9 @@ struct Config {
   std::string net;                             // COLL_NET: transport between hosts (socket, ucx, verbs)
   std::string host_id;                         // COLL_HOST_ID: overrides host grouping
   // Shared-memory transport (src/transport/shm/). Each rank's segment holds, per local peer, a
-  // ring of shm_nslots slots of shm_slot_bytes: 8 x 128 KiB = 1 MiB, reserved in /dev/shm when
-  // that peer first sends (a ring all-reduce fills 2 a rank; an all-to-all, all). Measured on this 2-core VM
+  // ring of shm_nslots slots of shm_slot_bytes: 8 x 128 KiB = 1 MiB, its pages reserved in
+  // /dev/shm as that peer writes them (a ring all-reduce fills one a rank; an all-to-all, all;
+  // docs/MEMORY.md). Measured on this 2-core VM
   // (2 pinned ranks, 64 MiB, streaming stores on): broadcast 10.7 GB/s and all-reduce 3.9-4.0
   // with 8 x 128 KiB, against 9.3 and 3.9 with 16 x 32 KiB: fewer, larger slots cost fewer
   // hand-overs between the two cores. 4 x 256 KiB and 2 x 1 MiB were no better.
