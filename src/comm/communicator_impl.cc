@@ -170,8 +170,10 @@ Work CommunicatorImpl::enqueue(OpRequest&& op) {
   op.work = path.newWorkState(op);
   op.work->sequence = next_sequence_++;
   op.work->op_name = toString(op.kind);
-  if (op.work->link != link_) op.work->link = link_;  // a reused state (newWorkState) has it: no refcount traffic
-  op.work->watched = &path != p2p_.get();  // the p2p engine bounds its own ops
+  // A p2p op's runner is the engine's thread, whose heartbeat its Work watches.
+  const std::shared_ptr<detail::DriverLink>& link = &path == p2p_.get() ? p2p_->watchdog() : link_;
+  if (op.work->link != link) op.work->link = link;  // a reused state (newWorkState) has it: no refcount traffic
+  op.work->watched = true;
   // queued_ns is set by push() from the clock read it makes anyway: an op a path finishes at
   // issue is never queued, and the watchdog never looks at it.
   // Collectives are numbered per communicator; point-to-point per peer and direction, since

@@ -33,11 +33,18 @@ Engine::~Engine() = default;
 void Engine::post(std::vector<Message> messages) { impl_->post(std::move(messages)); }
 void Engine::abort(const std::string& reason) { impl_->abort(reason); }
 std::string Engine::describeOutstanding() const { return impl_->describeOutstanding(); }
+std::shared_ptr<detail::DriverLink> Engine::watchdog() const { return impl_->watchdog(); }
 
 Engine::Impl::Impl(EngineOptions options, std::vector<std::unique_ptr<transport::Transport>> owned,
                    std::vector<transport::Transport*> for_peer)
     : opt_(std::move(options)), owned_(std::move(owned)), for_peer_(std::move(for_peer)),
-      channels_(opt_.size), wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+      channels_(opt_.size), wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      link_(std::make_shared<detail::DriverLink>()) {
+  // As the communicator's runner: every op ends by its deadline, and the thread wakes at least
+  // every kMaxSleep, so a beat older than COLL_TIMEOUT and a margin means it is stuck.
+  const int64_t timeout_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(opt_.timeout).count();
+  link_->stall_limit_ns = timeout_ns + std::max<int64_t>(timeout_ns / 2, 5'000'000'000);
+  link_->beat();
   for (transport::Transport* t : for_peer_)
     if (t && std::find(active_.begin(), active_.end(), t) == active_.end()) active_.push_back(t);
   thread_ = std::thread([this] { run(); });
@@ -100,6 +107,7 @@ void Engine::Impl::wake() {
 void Engine::Impl::run() {
   connectAll();
   while (takeInbox()) {
+    link_->beat();
     waitForNews(&completions_);
     for (const transport::Completion& c : completions_) onCompletion(c);
     completions_.clear();
@@ -119,6 +127,7 @@ bool Engine::Impl::connectAll() {
     if (!for_peer_[peer]) continue;
     Status st;
     for (;;) {
+      link_->beat();
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (stopping_ || failed_) return false;
@@ -211,30 +220,74 @@ bool Engine::Impl::blockOnAll(transport::Deadline until) {
 }
 
 void Engine::Impl::checkDeadlines() {
-  // A receive no message matched holds nothing of the transport's: it fails alone, and the
-  // peer's other ops, and everyone else's, go on (a stopped or slow peer fails only that).
-  while (!ops_.empty() && ops_.begin()->second.deadline <= Clock::now() && !ops_.begin()->second.msg.send &&
-         !ops_.begin()->second.matched) {
-    const uint64_t id = ops_.begin()->first;
-    const Op& late = ops_.begin()->second;
-    Error error(ErrorCode::Timeout, format("%s did not complete within COLL_TIMEOUT (%.1f s): no message matching it "
-                                           "arrived%s", late.msg.what.c_str(),
-                                           std::chrono::duration<double>(opt_.timeout).count(),
-                                           unexpectedSummary().c_str()));
-    matcher_.cancel(id);
-    complete(id, std::move(error));
+  bool collected = false;
+  while (!ops_.empty() && ops_.begin()->second.deadline <= Clock::now()) {
+    if (!collected) {  // what has arrived counts first: this thread may have been held (a callback)
+      collected = true;
+      collectArrived();
+      continue;
+    }
+    Op& late = ops_.begin()->second;
+    if (late.pieces == 0) failLateAlone(ops_.begin()->first, late);
+    else if (!failLateWithItsPeer(ops_.begin()->first, late)) return;
   }
-  // Any other late op may have buffers posted on its connection (a send not yet taken, a
-  // payload coming into a matched receive): it fails everything, so that none is touched later.
-  if (ops_.empty() || ops_.begin()->second.deadline > Clock::now()) return;
-  const Op& late = ops_.begin()->second;
-  std::string why = late.msg.send
-                        ? format("peer %d has not taken it (no matching receive was posted there)", late.msg.peer)
-                        : format("no message matching it arrived%s", unexpectedSummary().c_str());
-  failAll(Error(ErrorCode::Timeout,
-                format("%s did not complete within COLL_TIMEOUT (%.1f s): %s", late.msg.what.c_str(),
-                       std::chrono::duration<double>(opt_.timeout).count(), why.c_str())),
-          true);
+}
+
+// Takes what the transports have for us, a few rounds (an envelope's payload is asked for
+// only once the envelope is read), until a round brings nothing.
+void Engine::Impl::collectArrived() {
+  constexpr int kRounds = 8;
+  std::vector<transport::Completion> arrived;
+  for (int round = 0; round < kRounds && !dead_; ++round) {
+    arrived.clear();
+    for (transport::Transport* t : active_)
+      if (Status st = t->progress(&arrived, Clock::now()); !st) return failAll(st.toError("point-to-point"), true);
+    if (arrived.empty()) return;
+    for (const transport::Completion& c : arrived) onCompletion(c);
+  }
+}
+
+// The transport may still read or write the op's buffers (a send not yet taken, data coming
+// into a matched receive): the peer's connection fails alone, which releases them, and every
+// op with that peer fails. Where a transport cannot, everything fails (false).
+bool Engine::Impl::failLateWithItsPeer(uint64_t id, Op& op) {
+  const int peer = op.msg.send ? op.msg.peer : op.msg.work->source;
+  std::string why = op.msg.send
+                        ? format("peer %d has not taken it (no matching receive was posted there, or the peer is "
+                                 "stopped)", peer)
+                        : format("its data from peer %d did not all arrive (the peer is stopped or slow)", peer);
+  Error error(ErrorCode::Timeout, format("%s did not complete within COLL_TIMEOUT (%.1f s): %s", op.msg.what.c_str(),
+                                         std::chrono::duration<double>(opt_.timeout).count(), why.c_str()));
+  transport::Connection* conn = channels_[peer].conn;
+  if (!conn || !conn->failAlone(Status(ErrorCode::Timeout, error.what(), peer))) {
+    failAll(error, true);
+    return false;
+  }
+  COLL_WARN("P2P", "%s; point-to-point with peer %d is closed, the rest goes on", error.what(), peer);
+  const std::string cause = error.what();
+  complete(id, std::move(error));
+  failPeer(peer, Error(ErrorCode::Timeout, format("point-to-point with peer %d was closed after: %s", peer,
+                                                  cause.c_str())));
+  return true;
+}
+
+void Engine::Impl::failLateAlone(uint64_t id, Op& op) {
+  std::string why;
+  if (op.msg.send) {
+    withdrawn_sends_[id] = op.msg.peer;
+    why = format("peer %d has not matched it (no receive for it was posted there, or the peer is stopped); it is "
+                 "withdrawn, and a receive there that matches it later fails", op.msg.peer);
+  } else if (op.matched) {
+    withdrawn_recvs_[id] = op.msg.work->source;
+    why = format("it matched a message of peer %d, whose data has not come (the sender is stopped or slow); it is "
+                 "given up, and the data is dropped if it comes", op.msg.work->source);
+  } else {
+    matcher_.cancel(id);
+    why = "no message matching it arrived" + unexpectedSummary();
+  }
+  complete(id, Error(ErrorCode::Timeout, format("%s did not complete within COLL_TIMEOUT (%.1f s): %s",
+                                                op.msg.what.c_str(),
+                                                std::chrono::duration<double>(opt_.timeout).count(), why.c_str())));
 }
 
 void Engine::Impl::failPeer(int peer, const Error& error) {

@@ -14,11 +14,16 @@
 // receive; the receiver returns credit (CREDIT) as it hands them over, and a message past the
 // budget goes by rendezvous instead, so a sender far ahead waits rather than filling its peer.
 //
-// Each op must complete within COLL_TIMEOUT of its posting. A receive that nothing matched by
-// then fails alone with Timeout; a lost peer fails the ops that involve it. Any other failure
-// (a send or matched receive past its deadline, a size disagreement, a malformed envelope)
-// fails every outstanding op with the error, which names the op, the peer, the tag and the
-// cause, and is reported through on_failure; later posts fail with it.
+// Each op must complete within COLL_TIMEOUT of its posting. A late op the transport holds
+// nothing of fails alone with Timeout: a receive nothing matched, a large send nobody matched
+// (its RTS went; a receive that matches it later is told it was withdrawn), a matched large
+// receive whose data has not come (the data is dropped if it comes). A lost peer fails the ops
+// that involve it. A late op whose buffers the transport may still touch (an eager send not
+// taken, data under way) closes its peer's connection alone (Connection::failAlone), and every
+// op with that peer fails. Any other failure (a transport that cannot close one connection, a
+// malformed envelope) fails every outstanding op with the error, which names the op, the peer,
+// the tag and the cause, and is reported through on_failure; later posts fail with it. Completions run on the engine's thread, which keeps a heartbeat
+// (watchdog()): Work::wait() on its ops gives up when it stops.
 #pragma once
 
 #include <chrono>
@@ -74,6 +79,8 @@ class Engine {
   // "recv #4 of 8 bytes from peer 2 (tag 0) and 2 more": the oldest outstanding op, for stall
   // reports (the ledger); empty when none is outstanding. Any thread.
   std::string describeOutstanding() const;
+  // The engine thread's heartbeat, for the Works of its ops (detail::WorkState::link).
+  std::shared_ptr<detail::DriverLink> watchdog() const;
 
   class Impl;
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "base/fd_io.h"
 #include "p2p/engine.h"
@@ -29,6 +30,7 @@ class Engine::Impl {
   void post(std::vector<Message> messages);
   void abort(const std::string& reason);
   std::string describeOutstanding() const;
+  const std::shared_ptr<detail::DriverLink>& watchdog() const { return link_; }
 
  private:
   // A send or receive the engine has taken from the inbox.
@@ -39,6 +41,10 @@ class Engine::Impl {
     EnvelopeBuffer envelope{};   // sends: EAGER or RTS (stable: ops_ is a map)
     EnvelopeBuffer data_envelope{};  // sends: DATA, after the receiver's CTS
     bool matched = false;        // receives: bound to a message
+    // How many of its pieces the transport holds (op-owned envelopes, its data). A late op
+    // with none can fail alone; one with some fails everything (the transport may still
+    // touch its buffers).
+    int pieces = 0;
   };
   // A message announced by a peer and not yet delivered to a receive.
   struct Inbound {
@@ -64,8 +70,9 @@ class Engine::Impl {
     kPayloadInbound = 2,  // id: inbound message (eager payload)
     kPayloadInto = 3,     // id: receive op (DATA payload, straight into its buffer)
     kSendDone = 4,        // id: send op, whose last piece this is
-    kQuiet = 5,           // an envelope whose buffer lives in its op: nothing to do
+    kQuiet = 5,           // id: op; an envelope whose buffer lives in the op went
     kControl = 6,         // id: control_ entry (a CTS), freed on completion
+    kDrain = 7,           // id: drains_ entry (the data of a receive given up), freed on completion
   };
   static uint64_t cookie(CookieKind kind, uint64_t id) { return id << 4 | kind; }
 
@@ -76,6 +83,11 @@ class Engine::Impl {
   void waitForNews(std::vector<transport::Completion>* out);
   bool blockOnAll(transport::Deadline until);
   void checkDeadlines();
+  void collectArrived();
+  // A late op the transport holds nothing of: it fails alone, and what its peer sends for it
+  // later is answered (a withdrawn send) or dropped (a receive given up).
+  void failLateAlone(uint64_t id, Op& op);
+  bool failLateWithItsPeer(uint64_t id, Op& op);
   // A peer's connection failed: the ops with that peer fail, the others go on (a rank that
   // finished its part and left is no error for ranks that do not wait on it).
   void failPeer(int peer, const Error& error);
@@ -96,6 +108,7 @@ class Engine::Impl {
   void onCts(int peer, const WireEnvelope& e);
   void onData(int peer, const WireEnvelope& e);
   void onCredit(int peer, const WireEnvelope& e);
+  void onWithdrawn(int peer, const WireEnvelope& e);
   // `bytes` of the peer's eager messages left this rank's hands (delivered, or dropped):
   // credit them back once a quarter of the budget has gathered.
   void credit(int peer, uint64_t bytes);
@@ -116,6 +129,9 @@ class Engine::Impl {
   std::map<uint64_t, Op> ops_;                // outstanding, by id (= posting order = deadline order)
   std::map<uint64_t, Inbound> inbound_;
   std::map<uint64_t, EnvelopeBuffer> control_;  // CTS envelopes in flight
+  std::map<uint64_t, int> withdrawn_sends_;     // sends given up after their RTS went, by id: the peer
+  std::map<uint64_t, int> withdrawn_recvs_;     // matched receives given up before their data, by id: the peer
+  std::map<uint64_t, std::vector<char>> drains_;  // the data of receives given up, arriving
   uint64_t next_id_ = 1;
   bool dead_ = false;  // failAll ran: the transports are aborted, nothing more to drive
   std::vector<pollfd> fds_;
@@ -130,6 +146,9 @@ class Engine::Impl {
   std::optional<Error> failed_;  // the first failure: every later op fails with it
   bool stopping_ = false;
   UniqueFd wake_fd_;         // an eventfd: posts and abort wake the engine's poll
+  // The engine thread's heartbeat, which Work::wait() on a p2p op watches: completions run on
+  // this thread, and one that never returns must not leave waiters unbounded.
+  std::shared_ptr<detail::DriverLink> link_;
   std::thread thread_;
 };
 

@@ -41,8 +41,11 @@ void Engine::Impl::startSend(uint64_t id, Op& op) {
   e.kind = eager ? EnvelopeKind::eager : EnvelopeKind::rts;
   if (eager) ch.eager_out += op.msg.bytes;
   op.envelope = encode(e);
-  if (e.kind == EnvelopeKind::eager && op.msg.bytes == 0)
+  if (e.kind == EnvelopeKind::eager && op.msg.bytes == 0) {
+    op.pieces = 1;
     return ch.conn->postSend(op.envelope.data(), kEnvelopeBytes, kEnvelopeTag, cookie(kSendDone, id));
+  }
+  op.pieces = e.kind == EnvelopeKind::eager ? 2 : 1;
   ch.conn->postSend(op.envelope.data(), kEnvelopeBytes, kEnvelopeTag, cookie(kQuiet, id));
   if (e.kind == EnvelopeKind::eager)  // the payload right behind its envelope
     ch.conn->postSend(op.msg.data, op.msg.bytes, kPayloadTag, cookie(kSendDone, id));
@@ -125,7 +128,10 @@ void Engine::Impl::onCompletion(const transport::Completion& c) {
     case kPayloadInto:
     case kSendDone: return complete(id, std::nullopt);
     case kControl: control_.erase(id); return;
-    case kQuiet: return;
+    case kDrain: drains_.erase(id); return;
+    case kQuiet:
+      if (auto it = ops_.find(id); it != ops_.end()) --it->second.pieces;
+      return;
   }
 }
 
@@ -139,6 +145,7 @@ void Engine::Impl::onEnvelope(int peer) {
     case EnvelopeKind::cts: onCts(peer, e); break;
     case EnvelopeKind::data: onData(peer, e); break;
     case EnvelopeKind::credit: onCredit(peer, e); break;
+    case EnvelopeKind::withdrawn: onWithdrawn(peer, e); break;
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (!failed_) postEnvelopeRecv(peer);
@@ -161,6 +168,7 @@ void Engine::Impl::onEager(int peer, const WireEnvelope& e) {
     recv.matched = true;
     recv.msg.work->source = peer;
     in.recv_id = r->id;
+    recv.pieces = 1;
     target = recv.msg.data;
   } else {
     in.dropped = r.has_value();
@@ -182,6 +190,13 @@ void Engine::Impl::onRts(int peer, const WireEnvelope& e) {
 
 // The receiver matched our large message (or refused it): send it straight into its buffer.
 void Engine::Impl::onCts(int peer, const WireEnvelope& e) {
+  if (auto gone = withdrawn_sends_.find(e.send_id); gone != withdrawn_sends_.end() && gone->second == peer) {
+    withdrawn_sends_.erase(gone);
+    if (e.recv_id == 0) return;  // its receive refused it anyway (sizes differ)
+    WireEnvelope answer = e;
+    answer.kind = EnvelopeKind::withdrawn;
+    return sendControl(peer, answer);
+  }
   auto it = ops_.find(e.send_id);
   if (it == ops_.end() || !it->second.msg.send || it->second.msg.peer != peer)
     return failAll(Error(ErrorCode::Mismatch, format("point-to-point from peer %d: a clear-to-send for message %llu, "
@@ -199,11 +214,20 @@ void Engine::Impl::onCts(int peer, const WireEnvelope& e) {
   data.bytes = op.msg.bytes;
   op.data_envelope = encode(data);
   Channel& ch = channels_[peer];
+  op.pieces += 2;
   ch.conn->postSend(op.data_envelope.data(), kEnvelopeBytes, kEnvelopeTag, cookie(kQuiet, e.send_id));
   ch.conn->postSend(op.msg.data, op.msg.bytes, kPayloadTag, cookie(kSendDone, e.send_id));
 }
 
 void Engine::Impl::onData(int peer, const WireEnvelope& e) {
+  if (auto gone = withdrawn_recvs_.find(e.recv_id); gone != withdrawn_recvs_.end() && gone->second == peer) {
+    withdrawn_recvs_.erase(gone);  // its receive was given up: the data is read and dropped
+    if (e.bytes == 0) return;
+    uint64_t did = next_id_++;
+    std::vector<char>& drain = drains_[did];
+    drain.resize(e.bytes);
+    return channels_[peer].conn->postRecv(drain.data(), e.bytes, kPayloadTag, cookie(kDrain, did));
+  }
   auto it = ops_.find(e.recv_id);
   if (it == ops_.end() || it->second.msg.send || !it->second.matched || it->second.msg.bytes != e.bytes)
     return failAll(Error(ErrorCode::Mismatch, format("point-to-point from peer %d: data for receive %llu, which is not "
@@ -211,7 +235,26 @@ void Engine::Impl::onData(int peer, const WireEnvelope& e) {
                                                      static_cast<unsigned long long>(e.recv_id),
                                                      static_cast<unsigned long long>(e.bytes))),
                    true);
+  it->second.pieces = 1;
   channels_[peer].conn->postRecv(it->second.msg.data, e.bytes, kPayloadTag, cookie(kPayloadInto, e.recv_id));
+}
+
+// Our CTS met a send its sender had given up: the receive gets nothing.
+void Engine::Impl::onWithdrawn(int peer, const WireEnvelope& e) {
+  if (auto gone = withdrawn_recvs_.find(e.recv_id); gone != withdrawn_recvs_.end() && gone->second == peer) {
+    withdrawn_recvs_.erase(gone);  // both sides gave up
+    return;
+  }
+  auto it = ops_.find(e.recv_id);
+  if (it == ops_.end() || it->second.msg.send || !it->second.matched || it->second.msg.work->source != peer)
+    return failAll(Error(ErrorCode::Mismatch, format("point-to-point from peer %d: a withdrawal for receive %llu, which "
+                                                     "is not a matched receive here", peer,
+                                                     static_cast<unsigned long long>(e.recv_id))),
+                   true);
+  complete(e.recv_id, Error(ErrorCode::Timeout,
+                            format("%s: peer %d gave up its send #%llu with tag %d (not matched within its "
+                                   "COLL_TIMEOUT) before this receive matched it; nothing was received",
+                                   it->second.msg.what.c_str(), peer, static_cast<unsigned long long>(e.seq), e.tag)));
 }
 
 void Engine::Impl::onCredit(int peer, const WireEnvelope& e) {
@@ -243,6 +286,12 @@ void Engine::Impl::deliverEager(uint64_t inbound_id) {
   }
   if (in.recv_id == 0) return;  // unexpected: waits in the matcher for its receive
   uint64_t recv_id = in.recv_id;
+  if (!ops_.count(recv_id)) {  // its receive was given up (late) while the payload came
+    withdrawn_recvs_.erase(recv_id);
+    credit(in.source, in.envelope.bytes);
+    inbound_.erase(it);
+    return;
+  }
   if (in.into_heap && in.envelope.bytes > 0) std::memcpy(ops_.at(recv_id).msg.data, in.heap.data(), in.envelope.bytes);
   const int source = in.source;
   const uint64_t bytes = in.envelope.bytes;

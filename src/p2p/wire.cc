@@ -52,7 +52,7 @@ Status decode(const uint8_t* b, size_t length, WireEnvelope* out) {
   if (get<uint32_t>(b) != kMagic) return bad(format("magic 0x%08x, expected 0x%08x (another protocol?)", get<uint32_t>(b), kMagic));
   if (b[4] != kVersion) return bad(format("version %u, this build speaks %u", b[4], kVersion));
   uint8_t kind = b[5];
-  if (kind < static_cast<uint8_t>(EnvelopeKind::eager) || kind > static_cast<uint8_t>(EnvelopeKind::credit))
+  if (kind < static_cast<uint8_t>(EnvelopeKind::eager) || kind > static_cast<uint8_t>(EnvelopeKind::withdrawn))
     return bad(format("unknown kind %u", kind));
   WireEnvelope e;
   e.kind = static_cast<EnvelopeKind>(kind);

@@ -8,6 +8,8 @@
 //   CTS    clear to send, receiver to sender: the buffer for message `send_id` is `recv_id`.
 //   DATA   the payload of a large message follows (after CTS).
 //   CREDIT receiver to sender: `bytes` of eager messages were handed to receives here.
+//   WITHDRAWN sender to receiver, the answer to a CTS for a send the sender gave up past its
+//          deadline (its RTS was out, nobody had matched it): receive `recv_id` gets nothing.
 // Decoding validates everything a peer controls (magic, kind, sizes), since a connection's
 // peer passed the job secret but may still be a different build or broken.
 #pragma once
@@ -21,7 +23,7 @@
 
 namespace coll::p2p {
 
-enum class EnvelopeKind : uint8_t { eager = 1, rts = 2, cts = 3, data = 4, credit = 5 };
+enum class EnvelopeKind : uint8_t { eager = 1, rts = 2, cts = 3, data = 4, credit = 5, withdrawn = 6 };
 
 struct WireEnvelope {
   EnvelopeKind kind = EnvelopeKind::eager;
@@ -29,7 +31,7 @@ struct WireEnvelope {
   uint64_t seq = 0;      // the sender's sequence number for (receiver, tag), from 0
   uint64_t bytes = 0;    // the message's size (the payload that follows, for eager and data)
   uint64_t send_id = 0;  // the sender's handle of the message
-  uint64_t recv_id = 0;  // cts and data: the receiver's handle of the matched receive
+  uint64_t recv_id = 0;  // cts, data and withdrawn: the receiver's handle of the matched receive
 };
 
 inline constexpr size_t kEnvelopeBytes = 64;

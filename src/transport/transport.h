@@ -105,6 +105,13 @@ class Connection {
   // peer that is in another call from a slow one.
   virtual bool unreadMessage(uint64_t* /*tag*/, uint64_t* /*bytes*/) { return false; }
 
+  // Fails this connection alone: everything posted on it completes with `status` (from the
+  // transport's next progress()) and its buffers are no longer touched, the peer is told (its
+  // side fails too), and the transport's other connections go on. The p2p engine's way to give
+  // up on one stopped peer whose transfer is under way. False where a transport cannot (then
+  // nothing happened). The transport's own thread only.
+  virtual bool failAlone(const Status& /*status*/) { return false; }
+
   // A hint for the receives posted from now on: they land in an op's buffers that are far
   // larger than the caches, and nothing reads them again soon. A transport that copies into
   // them may then write around the caches (non-temporal stores), which saves the read of

@@ -1,6 +1,7 @@
 // Work::wait() does not trust the thread that runs the ops: when that thread is wedged (here,
 // inside a completion callback that does not return), a waiter fails with Timeout once no op
-// has started or finished for longer than COLL_TIMEOUT and its margin, instead of hanging.
+// has started or finished for longer than COLL_TIMEOUT and its margin, instead of hanging;
+// the same for point-to-point ops, which the p2p engine's thread completes.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -44,6 +45,40 @@ TEST(Watchdog, WaitGivesUpOnAWedgedProgressThread) {
       if (self.rank == 1) return;  // its peer never came: a timeout of its own, whatever the text
       RANK_CHECK(e.code() == ErrorCode::Timeout, "failed with %s: %s", codeName(e.code()), e.what());
       RANK_CHECK(std::string(e.what()).find("wedged") != std::string::npos, "the error does not say why: %s", e.what());
+      RANK_CHECK(seconds > kLimitSeconds - 1 && seconds < kLimitSeconds + 2.5, "gave up after %.2f s", seconds);
+    }
+  }, options);
+  expectAllSucceeded(outcomes);
+  EXPECT_EQ(outcomes[0].error_code, static_cast<int>(ErrorCode::Timeout)) << outcomes[0].message;
+}
+
+// The same for point-to-point, whose ops complete on the p2p engine's thread: a receive's
+// callback that does not return holds that thread, and a wait on the next receive gives up.
+TEST(Watchdog, WaitOnAReceiveGivesUpOnAWedgedPointToPointEngine) {
+  RunOptions options;
+  options.deadline = std::chrono::seconds(40);
+  auto outcomes = runRanks(2, [](Communicator& comm, Rank& self) {
+    std::vector<float> a(4, 1.0f), b(4, 2.0f);
+    if (self.rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 0's callback is set first
+      comm.send(a.data(), a.size(), DataType::f32, 0, 1).wait();
+      comm.send(b.data(), b.size(), DataType::f32, 0, 2).wait();
+      return;
+    }
+    Work first = comm.recv(a.data(), a.size(), DataType::f32, 1, 1);
+    first.onComplete([] { std::this_thread::sleep_for(kWedgedFor); });
+    Work second = comm.recv(b.data(), b.size(), DataType::f32, 1, 2);
+    const int64_t start = nowNs();
+    try {
+      second.wait();
+      RANK_CHECK(false, "the wait returned although the engine's thread was wedged");
+    } catch (const Error& e) {
+      recordError(e);
+      const double seconds = (nowNs() - start) / 1e9;
+      RANK_CHECK(e.code() == ErrorCode::Timeout, "failed with %s: %s", codeName(e.code()), e.what());
+      RANK_CHECK(std::string(e.what()).find("wedged") != std::string::npos, "the error does not say why: %s", e.what());
+      RANK_CHECK(std::string(e.what()).find("recv #") != std::string::npos, "the error does not name the op: %s",
+                 e.what());
       RANK_CHECK(seconds > kLimitSeconds - 1 && seconds < kLimitSeconds + 2.5, "gave up after %.2f s", seconds);
     }
   }, options);

@@ -12,7 +12,7 @@ namespace {
 
 TEST(P2pWire, EveryFieldRoundTrips) {
   for (EnvelopeKind kind : {EnvelopeKind::eager, EnvelopeKind::rts, EnvelopeKind::cts, EnvelopeKind::data,
-                            EnvelopeKind::credit}) {
+                            EnvelopeKind::credit, EnvelopeKind::withdrawn}) {
     WireEnvelope e{kind, 2147483647, 0xfedcba9876543210ull, kind == EnvelopeKind::eager ? kEagerLimit : 1ull << 40,
                    std::numeric_limits<uint64_t>::max(), 42};
     EnvelopeBuffer b = encode(e);
@@ -34,6 +34,7 @@ TEST(P2pWire, OnlyEagerAndDataWithBytesCarryAPayload) {
   EXPECT_FALSE(hasPayload({EnvelopeKind::rts, 0, 0, 1 << 20, 0, 0}));
   EXPECT_FALSE(hasPayload({EnvelopeKind::cts, 0, 0, 1 << 20, 0, 0}));
   EXPECT_FALSE(hasPayload({EnvelopeKind::credit, 0, 0, 1 << 20, 0, 0}));
+  EXPECT_FALSE(hasPayload({EnvelopeKind::withdrawn, 0, 0, 1 << 20, 0, 0}));
 }
 
 TEST(P2pWire, WhatAPeerCouldSendWrongIsRefusedByName) {
@@ -56,8 +57,8 @@ TEST(P2pWire, WhatAPeerCouldSendWrongIsRefusedByName) {
   b[5] = 0;
   refused(b, 64, "unknown kind 0");
   b = good;
-  b[5] = 6;
-  refused(b, 64, "unknown kind 6");
+  b[5] = 7;
+  refused(b, 64, "unknown kind 7");
   refused(encode({EnvelopeKind::eager, -1, 0, 8, 0, 0}), 64, "negative tag -1");
   refused(encode({EnvelopeKind::eager, 0, 0, kEagerLimit + 1, 0, 0}), 64, "over the");
 }

@@ -37,6 +37,7 @@ Status P2pPath::start(const Config& config, const transport::PeerDirectory& coll
   engine.connect_deadline = deadline;
   engine.on_failure = std::move(on_failure);
   path->engine_ = std::make_unique<p2p::Engine>(std::move(engine), std::move(set.owned), std::move(set.for_peer));
+  path->watchdog_ = path->engine_->watchdog();
   *out = std::move(path);
   return Status::ok();
 }
@@ -57,6 +58,7 @@ Status P2pPath::run(const OpRequest& op, RunReport*) {
 void P2pPath::post(std::vector<OpRequest> ops, const Error* failed) {
   std::vector<p2p::Message> messages;
   messages.reserve(ops.size());
+  const int64_t now = detail::DriverLink::nowNs();
   for (OpRequest& op : ops) {
     p2p::Message m;
     m.send = op.kind == OpKind::send;
@@ -66,6 +68,7 @@ void P2pPath::post(std::vector<OpRequest> ops, const Error* failed) {
     m.bytes = op.bytes();
     m.what = describeP2p(op, op.work->sequence);
     m.work = std::move(op.work);
+    m.work->queued_ns = now;  // the watchdog counts from the posting at the earliest
     if (!m.send && m.peer != kAnySource) m.work->source = m.peer;
     messages.push_back(std::move(m));
   }

@@ -41,11 +41,14 @@ class P2pPath final : public ExecutionPath {
   void post(std::vector<OpRequest> ops, const Error* failed);
   // What is outstanding, for the ledger's stall report.
   std::string describeOutstanding() const { return engine_->describeOutstanding(); }
+  // The engine thread's heartbeat: the link of its ops' Works, for Work::wait()'s watchdog.
+  const std::shared_ptr<detail::DriverLink>& watchdog() const { return watchdog_; }
 
  private:
   P2pPath() = default;
   std::unique_ptr<bootstrap::StoreClient> store_;  // the engine's (its thread's alone)
   std::unique_ptr<p2p::Engine> engine_;            // destroyed before store_
+  std::shared_ptr<detail::DriverLink> watchdog_;
 };
 
 }  // namespace coll

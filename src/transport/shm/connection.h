@@ -76,6 +76,10 @@ class ShmConnection : public Connection {
   // The oldest message the peer put in our inbound ring that no receive has started on.
   bool unreadMessage(uint64_t* tag, uint64_t* bytes) override;
   void fail(const Status& status);
+  bool failAlone(const Status& status) override {
+    fail(status);
+    return true;
+  }
   // This side is going away (transport destroyed): the peer's requests stop waiting for us.
   void close();
   void opBegins(uint64_t op_tag) override;

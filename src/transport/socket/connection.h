@@ -37,6 +37,10 @@ class SocketConnection : public Connection {
 
   // Fails everything posted, now and later, with `status`, and closes the streams.
   void fail(const Status& status);
+  bool failAlone(const Status& status) override {
+    fail(status);
+    return true;
+  }
 
   // The streams with I/O in flight, for a caller that polls them with other transports'
   // descriptors (Transport::pollFds): readable where a receive waits, writable where a send.

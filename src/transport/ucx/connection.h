@@ -59,6 +59,10 @@ class UcxConnection : public Connection {
   // Tells the peer we are going (it fails what waits for us) without waiting for delivery.
   void sayGoodbye(const std::string& reason);
   void fail(const Status& status);
+  bool failAlone(const Status& status) override {
+    fail(status);
+    return true;
+  }
   // Starts closing the endpoint (force: without flushing). Returns the UCP request to wait
   // for, or nullptr when already closed.
   void* close(bool force);

@@ -70,6 +70,10 @@ class VerbsConnection : public Connection {
   // Posts the chunks credits allow and the credits owed; true if anything was posted.
   bool pump();
   void fail(const Status& status);
+  bool failAlone(const Status& status) override {
+    fail(status);
+    return true;
+  }
   // Tells the peer we are going, without waiting for delivery (once).
   void sayGoodbye(GoodbyeReason why);
   bool failed() const { return !failure_.isOk(); }
