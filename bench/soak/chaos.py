@@ -192,6 +192,8 @@ def report(job, args, faults, alive, leaked_segments, seconds):
         ("descriptors, threads leaked (worst rank; all communicators destroyed, against before the first)",
          f"{fds:+d}, {threads:+d}"),
         ("leaked /dev/shm segments", str(len(leaked_segments))),
+        ("leak checks after every recovery (descriptors, threads, segments still named): leaks / checks",
+         f"{total('leaks')} / {total('leak_checks')}"),
         ("resident set at the end (communicators destroyed) against after the warm-up (worst rank)",
          f"{max(rss, default=0):+.1f} %"),
         ("survivors' summaries", f"{len(s)} of {len(alive)}"),
@@ -201,6 +203,7 @@ def report(job, args, faults, alive, leaked_segments, seconds):
         print(f"| {name} | {value} |")
     ok = (total("wrong") == 0 and total("unexplained") == 0 and len(in_time) == expected_reports and
           fds <= 0 and threads <= 0 and not leaked_segments and len(s) == len(alive) and not bad_members and
+          total("leaks") == 0 and
           slowest <= 2 * args.timeout and
           all(int(v.get("recoveries", 0)) == args.recoveries for v in s.values()))
     return ok

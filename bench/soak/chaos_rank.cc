@@ -27,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -105,7 +106,8 @@ bool namesRank(const std::string& message, int r) {
 struct Tally {
   uint64_t ops = 0, wrong = 0, unexplained = 0, recoveries = 0;
   uint64_t revoked_ops = 0;  // fault-free recoveries: an op a faster rank's shrink revoked
-  std::string first_wrong;
+  uint64_t leak_checks = 0, leaks = 0;  // after every recovery (ChaosRank::checkLeaks)
+  std::string first_wrong, first_leak;
 };
 
 std::string joined(const std::vector<int>& v) {
@@ -135,7 +137,7 @@ class ChaosRank {
     comm_.reset();  // the last communicator too: what it held must come back
     after_ = sampleProcessResources();
     printSummary();
-    return t_.wrong == 0 && t_.unexplained == 0 ? 0 : 1;
+    return t_.wrong == 0 && t_.unexplained == 0 && t_.leaks == 0 ? 0 : 1;
   }
 
  private:
@@ -190,7 +192,21 @@ class ChaosRank {
     comm_ = std::move(next);
     ++epoch_;
     writeFile(o_.dir + "/members." + std::to_string(epoch_) + "." + std::to_string(original_), joined(members));
+    // A smaller communicator holds no more than the first did after its warm-up.
+    checkLeaks("the recovery from fault " + std::to_string(handled_), before_);
     markEpoch();
+  }
+
+  // After every recovery: nothing of the communicators before it is left, neither descriptors
+  // nor threads beyond `bound`, nor a shared-memory segment still named in /dev/shm (the new
+  // communicator's were unlinked once every rank had mapped them; an old one's must be gone).
+  void checkLeaks(const std::string& after, const ProcessResources& bound) {
+    ProcessResources now = sampleProcessResources();
+    ++t_.leak_checks;
+    if (now.linked_segments == 0 && now.open_fds <= bound.open_fds && now.ownThreads() <= bound.ownThreads()) return;
+    std::string leak = "after " + after + ": " + now.describe() + " against " + bound.describe();
+    if (t_.leaks++ == 0) t_.first_leak = leak;
+    std::printf("chaos: rank %d: a leak %s\n", original_, leak.c_str());
   }
 
   // Every rank's original rank, in the new communicator's order: what this rank thinks it is.
@@ -245,6 +261,9 @@ class ChaosRank {
         if (!wrong.empty() && t_.wrong++ == 0) t_.first_wrong = wrong;
         // Everyone's op done before anyone revokes it to shrink again.
         comm_->barrier().wait();
+        // The same size every time: each holds what the first held.
+        if (!fault_free_baseline_) fault_free_baseline_ = sampleProcessResources();
+        checkLeaks("fault-free recovery " + std::to_string(i), *fault_free_baseline_);
       } catch (const Error& e) {
         // A rank done with the op may revoke it (its next shrink) before this one saw it end,
         // as in any recovery: this rank then shrinks too, in the next round.
@@ -268,12 +287,13 @@ class ChaosRank {
   void printSummary() const {
     std::printf("chaos-summary rank=%d ops=%llu wrong=%llu unexplained=%llu recoveries=%llu revoked_ops=%llu rss_before=%lld rss_after=%lld "
                 "fds_start=%d fds_before=%d fds_after=%d threads_start=%d threads_before=%d threads_after=%d "
-                "lifeline=%d first_wrong=\"%s\"\n",
+                "lifeline=%d leak_checks=%llu leaks=%llu first_wrong=\"%s\" first_leak=\"%s\"\n",
                 original_, (unsigned long long)t_.ops, (unsigned long long)t_.wrong,
                 (unsigned long long)t_.unexplained, (unsigned long long)t_.recoveries,
                 (unsigned long long)t_.revoked_ops, (long long)before_.rss_bytes, (long long)after_.rss_bytes,
                 start_.open_fds, before_.open_fds, after_.open_fds, start_.threads, before_.threads, after_.threads,
-                lifelineThreads(), t_.first_wrong.c_str());
+                lifelineThreads(), (unsigned long long)t_.leak_checks, (unsigned long long)t_.leaks,
+                t_.first_wrong.c_str(), t_.first_leak.c_str());
     std::fflush(stdout);
   }
 
@@ -287,6 +307,7 @@ class ChaosRank {
   SoakBuffers buffers_{kMaxCount, kMaxRanks};
   Tally t_;
   ProcessResources start_, before_, after_;  // no communicator yet; after the warm-up; all destroyed
+  std::optional<ProcessResources> fault_free_baseline_;  // after the first fault-free recovery
 };
 
 bool parseOptions(int argc, char** argv, Options* o) {

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
 
 namespace coll::soak {
@@ -33,8 +34,9 @@ int64_t residentBytes() {
 }  // namespace
 
 std::string ProcessResources::describe() const {
-  char text[96];
-  std::snprintf(text, sizeof text, "rss %.2f MiB, %d fds, %d threads", rss_bytes / 1048576.0, open_fds, threads);
+  char text[128];
+  std::snprintf(text, sizeof text, "rss %.2f MiB, %d fds, %d threads, %d linked segments", rss_bytes / 1048576.0,
+                open_fds, threads, linked_segments);
   return text;
 }
 
@@ -54,6 +56,17 @@ int countProcessWideThreads() {
   return n;
 }
 
+// Distinct /dev/shm/coll-* mappings the kernel does not mark "(deleted)": still named.
+int countLinkedSegments() {
+  std::ifstream maps("/proc/self/maps");
+  std::set<std::string> named;
+  for (std::string line; std::getline(maps, line);) {
+    size_t at = line.find("/dev/shm/coll-");
+    if (at != std::string::npos && line.find(" (deleted)", at) == std::string::npos) named.insert(line.substr(at));
+  }
+  return static_cast<int>(named.size());
+}
+
 ProcessResources sampleProcessResources() {
   ProcessResources r;
   r.rss_bytes = residentBytes();
@@ -61,6 +74,7 @@ ProcessResources sampleProcessResources() {
   r.open_fds = countEntries("/proc/self/fd") - 1;
   r.threads = countEntries("/proc/self/task");
   r.process_wide_threads = countProcessWideThreads();
+  r.linked_segments = countLinkedSegments();
   return r;
 }
 

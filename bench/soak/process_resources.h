@@ -17,8 +17,12 @@ struct ProcessResources {
   // Of those, coll's process-wide threads, started once and kept for the life of the process
   // by design (named "coll-lifeline", "coll-hugepages"): not a communicator's leftovers.
   int process_wide_threads = 0;
+  // coll's shared-memory segments this process maps whose names are still in /dev/shm: what
+  // killing the job now would leave behind (a connected communicator has unlinked them all).
+  int linked_segments = 0;
 
-  std::string describe() const;  // "rss 23.4 MiB, 17 fds, 3 threads"
+  std::string describe() const;  // "rss 23.4 MiB, 17 fds, 3 threads, 0 linked segments"
+  int ownThreads() const { return threads - process_wide_threads; }
 };
 
 ProcessResources sampleProcessResources();
