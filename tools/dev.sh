@@ -69,15 +69,16 @@ venv_older=${COLL_VENV_OLDER:-/opt/coll-venv-torch2.4}
 venv_tf=${COLL_VENV_TF:-/opt/coll-venv-tf}
 pip_packages=(numpy pytest build scikit-build-core pybind11)
 
-# ensure_venv DIR TORCH_REQUIREMENT: makes DIR with torch and pip_packages where missing.
+# ensure_venv DIR TORCH_REQUIREMENT [MORE...]: makes DIR with torch, pip_packages and MORE where
+# missing.
 ensure_venv() {
-  local dir=$1 torch_req=$2
+  local dir=$1 torch_req=$2 more=("${@:3}")
   if [[ ! -x $dir/bin/python ]]; then
     echo "dev.sh: making $dir ($torch_req and what pip builds coll with)"
     python3 -m venv "$dir"
   fi
   local want
-  want=$("$dir/bin/python" - "$torch_req" "${pip_packages[@]}" <<'PY'
+  want=$("$dir/bin/python" - "$torch_req" "${pip_packages[@]}" "${more[@]}" <<'PY'
 import importlib.util, sys
 names = {"scikit-build-core": "scikit_build_core", "tensorflow-cpu": "tensorflow"}
 print(" ".join(p for p in sys.argv[1:] if importlib.util.find_spec(names.get(p, p.split("=")[0])) is None))
@@ -89,7 +90,7 @@ PY
 }
 
 ensure_venvs() {
-  ensure_venv "$venv" torch
+  ensure_venv "$venv" torch torchft  # torchft (torch >= 2.7): tests/torch2/torchft_check.py
   ensure_venv "$venv_older" torch==2.4.1
   ensure_venv "$venv_tf" tensorflow-cpu
 }

@@ -10,7 +10,7 @@ cannot cross into coll's module. This script does that from an existing libcoll:
     python3 bindings/python/build_for_python.py --lib build/lib --out build/pip-python
     PYTHONPATH=build/pip-python python3 -c "import coll.torch"
 
-It writes OUT/coll/ with __init__.py, torch.py, _coll (numpy API) and, when this Python has
+It writes OUT/coll/ with __init__.py, torch.py, torch_ft.py, _coll (numpy API) and, when this Python has
 torch, _torch (the torch.distributed backend "coll"). CUDA tensors are taken when libcoll was
 built with CUDA (detected from the library; --cuda on|off overrides) and torch is 2.1 or later.
 """
@@ -141,7 +141,7 @@ def main():
     out = pathlib.Path(args.out).resolve() / "coll"
     out.mkdir(parents=True, exist_ok=True)
     build = pathlib.Path(args.out).resolve() / "objects"
-    for f in ("__init__.py", "__main__.py", "torch.py"):
+    for f in ("__init__.py", "__main__.py", "torch.py", "torch_ft.py"):
         shutil.copy(HERE / "coll" / f, out / f)
 
     try:

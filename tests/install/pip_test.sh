@@ -4,7 +4,8 @@
 # says coll.torch is usable; a 3-rank torchrun job on backend "coll" (pip_torch_job.py); DDP,
 # ZeRO and FSDP2 on 2 ranks against one process (tests/torch2/training_check.py); what torch 2.x
 # asks of a backend beyond its ops (tests/torch2/backend_api_check.py); torch's
-# own distributed suite's CI subset on that torch (tests/torch_suite/ci_subset.txt); a torch
+# own distributed suite's CI subset on that torch (tests/torch_suite/ci_subset.txt); torchft
+# with coll's process group, a replica killed and replaced (tests/torch2/torchft_check.py); a torch
 # other than the one coll.torch was built for is refused naming both versions; and the same
 # wheel's numpy API works in a venv without torch.
 # usage: pip_test.sh SOURCE_DIR [older]
@@ -75,6 +76,15 @@ OMP_NUM_THREADS=1 timeout 900 "$work/venv/bin/python" "$src/tests/torch_suite/ru
   --world-size 3 --fork --list "$src/tests/torch_suite/ci_subset.txt" >"$work/suite.txt" 2>&1 || true
 grep "^suite:" "$work/suite.txt" || { tail -40 "$work/suite.txt"; exit 1; }
 grep -q "^suite: .* 0 failed, 0 error" "$work/suite.txt" || { grep -E "^(FAIL|ERROR):" "$work/suite.txt"; exit 1; }
+
+echo "== torchft: a replica killed and replaced mid-training, coll.torch_ft's process group (tests/torch2)"
+if "$work/venv/bin/python" -c 'import torchft' 2>/dev/null; then
+  timeout 400 "$work/venv/bin/python" "$src/tests/torch2/torchft_check.py" --backend coll >"$work/torchft.txt" 2>&1 ||
+    { grep -v "INFO\]" "$work/torchft.txt" | tail -60; exit 1; }
+  grep -E "^\| |^torchft check" "$work/torchft.txt"
+else
+  echo "torchft is not installed in $venv (tools/dev.sh installs it where torch >= 2.7): skipped"
+fi
 
 echo "== another torch than the one coll.torch was built for"
 info=$("$work/venv/bin/python" -c 'import coll._build_info as b; print(b.__file__)')
