@@ -2,8 +2,10 @@
 # coll.tensorflow as a TensorFlow user gets it: this checkout pip-installed (PEP 517,
 # scikit-build-core) into a fresh venv that sees the registry's TensorFlow (COLL_VENV_TF, made by
 # tools/dev.sh; its site-packages made visible through a .pth file), `python -m coll` saying
-# coll.tensorflow is usable, then tests/tensorflow/ops_check.py under collrun at 2 and 3 ranks and
-# tests/tensorflow/keras_check.py (Keras training against one process) at 4.
+# coll.tensorflow is usable, then tests/tensorflow/ops_check.py under collrun at 2 and 3 ranks,
+# tests/tensorflow/launch_check.py under Open MPI, MPICH, a torchrun-style environment and srun
+# (2 netcluster hosts of a real Slurm), and tests/tensorflow/keras_check.py (Keras training
+# against one process) at 4.
 # usage: tf_test.sh SOURCE_DIR COLLRUN
 # Exits 77 (ctest: skipped) where COLL_VENV_TF has no TensorFlow, saying so.
 set -euo pipefail
@@ -14,7 +16,13 @@ if ! "$py" -c 'import tensorflow, scikit_build_core' 2>/dev/null; then
   echo "tensorflow test: $venv lacks tensorflow or scikit-build-core (tools/dev.sh makes it): skipping"; exit 77
 fi
 work=$(mktemp -d /tmp/coll-tf.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+slurm=$src/tests/launcher/slurm_cluster.sh slurm_up=0
+slurm_args=(--prefix ntt --dir "$work/slurm")
+cleanup() {
+  [[ $slurm_up == 1 ]] && timeout 60 "$slurm" down "${slurm_args[@]}" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
 site() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 # How often TEXT occurs in FILE: not grep -c, since launchers forward the ranks' output in pieces
 # and two ranks' lines can land on one ("rank 0 ...: launch ok (sum 3)rank 1 ...: launch ok").
@@ -53,6 +61,16 @@ command -v mpirun.mpich >/dev/null && launch mpich mpirun.mpich -n 2 "$work/venv
 port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 launch env bash -c "for r in 0 1; do RANK=\$r WORLD_SIZE=2 LOCAL_RANK=\$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
   '$work/venv/bin/python' '$check' & done; wait"
+
+echo "== launch_check.py on 2 hosts under srun (a real Slurm on netcluster hosts: tests/launcher/slurm_cluster.sh)"
+if [[ $EUID -ne 0 ]] || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
+  echo "srun: skipped (needs root, slurm-wlm and munge: tools/dev.sh installs them where it can)"
+elif timeout 120 "$slurm" up "${slurm_args[@]}" --subnet 10.214.44 --hosts 2 >"$work/slurm-up.log" 2>&1; then
+  slurm_up=1
+  launch srun timeout 300 "$slurm" run "${slurm_args[@]}" -- srun -N 2 -n 2 "$work/venv/bin/python" "$check"
+else
+  cat "$work/slurm-up.log"; exit 1
+fi
 
 echo "== keras_check.py on 4 ranks: model.fit and a custom loop against one process on the global batch"
 COLL_TIMEOUT=120 OMP_NUM_THREADS=1 timeout 900 "$collrun" -n 4 "$work/venv/bin/python" \
