@@ -298,6 +298,28 @@ void threadsWaitOnEachOthersOps(Communicator& comm, Rank&) {
   expectReference(chain, buf, n, rank);
 }
 
+// Rank 0 issues two small all-reduces (the shared-memory board's) before its peers have, then
+// waits on neither for 3 s: the first is posted and pending, the second queued behind it. The
+// peers wait for both; rank 0's progress thread must start the second without anyone on rank 0
+// waiting (CommunicatorImpl's queue_behind wake-up), or the peers' waits run out.
+void anOpBehindAPendingBoardOpStarts(Communicator& comm, Rank&) {
+  const int n = comm.size(), rank = comm.rank();
+  float a = 1.0f, b = 2.0f;
+  if (rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Work first = comm.allreduce(&a, &a, 1, DataType::f32, ReduceOp::sum);
+  Work second = comm.allreduce(&b, &b, 1, DataType::f32, ReduceOp::sum);
+  if (rank == 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+  } else {
+    RANK_CHECK(first.wait(std::chrono::milliseconds(2000)), "the first op did not finish within 2 s");
+    RANK_CHECK(second.wait(std::chrono::milliseconds(2000)),
+               "the second op did not finish within 2 s: rank 0 did not start it while nobody there waited");
+  }
+  first.wait();
+  second.wait();
+  RANK_CHECK(a == static_cast<float>(n) && b == 2.0f * n, "wrong sums: %g %g", a, b);
+}
+
 class Ordering : public ::testing::TestWithParam<int> {};
 class OrderingWithPeers : public ::testing::TestWithParam<int> {};
 
@@ -307,6 +329,9 @@ TEST_P(Ordering, OpsNobodyWaitsOnStillFinish) { expectAllSucceeded(runRanks(GetP
 TEST_P(Ordering, AlgorithmsSwitchedBetweenOps) { expectAllSucceeded(runRanks(GetParam(), algorithmsSwitchedBetweenOps)); }
 TEST_P(Ordering, BoardAndMessageOpsInterleaved) { expectAllSucceeded(runRanks(GetParam(), boardAndMessageOpsInterleaved)); }
 TEST_P(Ordering, ThreadsWaitOnEachOthersOps) { expectAllSucceeded(runRanks(GetParam(), threadsWaitOnEachOthersOps)); }
+TEST_P(OrderingWithPeers, AnOpBehindAPendingBoardOpStartsWithoutAWaiter) {
+  expectAllSucceeded(runRanks(GetParam(), anOpBehindAPendingBoardOpStarts));
+}
 TEST_P(OrderingWithPeers, BoundedWaitReturnsFalseWhileAPeerLags) {
   expectAllSucceeded(runRanks(GetParam(), boundedWaitReturnsFalseWhileRunning));
 }

@@ -29,30 +29,29 @@ namespace {
 
 constexpr const char* kShmDir = "/dev/shm";
 
-size_t freeBytes() {
-  struct statvfs vfs{};
-  if (::statvfs(kShmDir, &vfs) != 0) return SIZE_MAX;
-  return static_cast<size_t>(vfs.f_bavail) * vfs.f_frsize;
-}
+// /dev/shm's size and free space, read once (SIZE_MAX for both where it cannot be read).
+struct ShmSpace {
+  size_t size = SIZE_MAX, free = SIZE_MAX;
+};
 
-size_t sizeBytes() {
+ShmSpace shmSpace() {
   struct statvfs vfs{};
-  if (::statvfs(kShmDir, &vfs) != 0) return SIZE_MAX;
-  return static_cast<size_t>(vfs.f_blocks) * vfs.f_frsize;
+  if (::statvfs(kShmDir, &vfs) != 0) return {};
+  return {static_cast<size_t>(vfs.f_blocks) * vfs.f_frsize, static_cast<size_t>(vfs.f_bavail) * vfs.f_frsize};
 }
 
 // What a rank needs to start and run a ring: its fixed part, and the rings its two ring
 // neighbours send on (every other ring waits for a first message).
 size_t startBytes(const Geometry& g) { return g.fixedBytes() + std::min<uint32_t>(2, g.nchannels) * g.ringStride(); }
 
-Status tooSmall(const Geometry& g, int host_ranks) {
+Status tooSmall(const Geometry& g, int host_ranks, const ShmSpace& space) {
   const size_t each = startBytes(g);
   return transportError(format(
       "shared memory: %s holds %s (%s free); %d ranks on this host need %s to start and run a ring (%s each: its "
       "header and %u channel controls, %s, and the rings its two ring neighbours send on, %s each); enlarge %s "
       "(docker --shm-size), lower COLL_SHM_NSLOTS or COLL_SHM_SLOT_BYTES (a ring is their product), run fewer ranks "
       "on a host, or set COLL_TRANSPORT=socket",
-      kShmDir, formatBytes(sizeBytes()).c_str(), formatBytes(freeBytes()).c_str(), host_ranks,
+      kShmDir, formatBytes(space.size).c_str(), formatBytes(space.free).c_str(), host_ranks,
       formatBytes(each * static_cast<size_t>(host_ranks)).c_str(), formatBytes(each).c_str(), g.nchannels,
       formatBytes(g.fixedBytes()).c_str(), formatBytes(g.ringStride()).c_str(), kShmDir));
 }
@@ -102,12 +101,14 @@ std::string segmentName(const std::string& secret, const std::string& key_prefix
 }
 
 Status createSegment(const std::string& name, const Geometry& g, int host_ranks, Mapping* out) {
-  const size_t fixed = g.fixedBytes(), bytes = g.segmentBytes(), free_bytes = freeBytes();
+  const size_t fixed = g.fixedBytes(), bytes = g.segmentBytes();
+  const ShmSpace space = shmSpace();
   COLL_INFO("INIT", "shared memory: %s, %s reserved of %s for %d local peer(s); %s free (%d ranks on this host need "
             "%s to start)", name.c_str(), formatBytes(fixed).c_str(), formatBytes(bytes).c_str(), host_ranks - 1,
-            formatBytes(free_bytes).c_str(), host_ranks, formatBytes(startBytes(g) * host_ranks).c_str());
+            formatBytes(space.free).c_str(), host_ranks, formatBytes(startBytes(g) * host_ranks).c_str());
   // Against the size of /dev/shm, not what is free: every rank of the host reaches the same verdict.
-  if (startBytes(g) * static_cast<size_t>(host_ranks) > sizeBytes() || fixed > free_bytes) return tooSmall(g, host_ranks);
+  if (startBytes(g) * static_cast<size_t>(host_ranks) > space.size || fixed > space.free)
+    return tooSmall(g, host_ranks, space);
   UniqueFd fd(openExclusive(name));
   if (!fd) return sysError("shm_open", name, errno);
   // The whole length, sparse; only the fixed part reserved now (the rings: commitRange).
@@ -115,7 +116,7 @@ Status createSegment(const std::string& name, const Geometry& g, int host_ranks,
   if (err == 0) err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(fixed));
   if (err != 0) {
     ::shm_unlink(name.c_str());
-    return err == ENOSPC ? tooSmall(g, host_ranks) : sysError("posix_fallocate", name, err);
+    return err == ENOSPC ? tooSmall(g, host_ranks, shmSpace()) : sysError("posix_fallocate", name, err);
   }
   Status st = mapFd(fd.get(), bytes, name, out);
   if (!st) {
@@ -154,7 +155,7 @@ Status commitRange(void* address, size_t bytes, const std::string& what) {
       "shared memory: cannot reserve %s for %s: %s (%s has %s free); free or enlarge %s (docker --shm-size), lower "
       "COLL_SHM_NSLOTS or COLL_SHM_SLOT_BYTES (each ring is their product), or set COLL_TRANSPORT=socket",
       formatBytes(end - begin).c_str(), what.c_str(), err == EFAULT ? "it is full" : std::strerror(err), kShmDir,
-      formatBytes(freeBytes()).c_str(), kShmDir));
+      formatBytes(shmSpace().free).c_str(), kShmDir));
 }
 
 PeerProcess::PeerProcess(pid_t pid) : pid_(pid) {
