@@ -29,6 +29,7 @@ class ExternalStoreClient final : public StoreClient {
   Status set(const std::string& key, const std::string& value, Deadline) override {
     return guarded("set", key, [&] {
       store_->set(key, value);
+      countRequest(key.size() + value.size(), 0);
       return Status::ok();
     });
   }
@@ -41,7 +42,9 @@ class ExternalStoreClient final : public StoreClient {
         if (cancelled_) return peerLostError(format("external store get '%s' cancelled", key.c_str()));
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         auto slice = std::clamp(left, std::chrono::milliseconds(1), kGetSlice);
-        if (store_->get(key, value, slice)) return Status::ok();
+        const bool found = store_->get(key, value, slice);
+        countRequest(key.size(), found ? value->size() : 0);
+        if (found) return Status::ok();
         if (Clock::now() >= deadline)
           return timeoutError(format("key '%s' did not appear in the external store before the deadline", key.c_str()));
       }
@@ -51,6 +54,7 @@ class ExternalStoreClient final : public StoreClient {
   Status add(const std::string& key, int64_t delta, int64_t* value, Deadline) override {
     return guarded("add", key, [&] {
       *value = store_->add(key, delta);
+      countRequest(key.size() + 8, 8);
       return Status::ok();
     });
   }
@@ -58,6 +62,7 @@ class ExternalStoreClient final : public StoreClient {
   Status check(const std::string& key, bool* exists, Deadline) override {
     return guarded("check", key, [&] {
       *exists = store_->check(key);
+      countRequest(key.size(), 1);
       return Status::ok();
     });
   }

@@ -17,7 +17,9 @@ namespace coll::bootstrap {
 std::string localHostId(const std::string& override_id, int rank);
 
 struct HostGrouping {
-  std::vector<std::string> host_of_rank;  // host id per rank
+  // Per rank, its host as "<hostname>#<index>": equal for ranks of one host, the hostname
+  // (without the boot id) for messages. The full ids stay in the store.
+  std::vector<std::string> host_of_rank;
   std::vector<int> local_peers;           // ranks on this host, without this rank
   int local_rank = 0;                     // index of this rank among the ranks of its host
   int local_size = 1;
@@ -25,8 +27,11 @@ struct HostGrouping {
   std::vector<std::vector<int>> ranks_of_host;  // hosts ordered by their lowest rank
 };
 
-// Publishes this rank's host id in the store and reads everyone's (collective).
+// Publishes this rank's host id in the store and learns everyone's (collective; O(size) store
+// requests in all). `reconnect` (may be empty) opens a fresh client for rank 0 to tell the
+// others which rank never published: a client whose wait timed out is closed.
 Status exchangeHostIds(StoreClient& store, const std::string& key_prefix, int rank, int size,
-                       const std::string& my_host_id, Deadline deadline, HostGrouping* out);
+                       const std::string& my_host_id, Deadline deadline, HostGrouping* out,
+                       const StoreConnect& reconnect = nullptr);
 
 }  // namespace coll::bootstrap

@@ -20,8 +20,6 @@
 
 namespace coll::bootstrap {
 
-// Opens a fresh connection to the same store (a client whose wait timed out is closed).
-using StoreConnect = std::function<Status(Deadline, std::unique_ptr<StoreClient>*)>;
 
 struct RollCall {
   int rank = 0;

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,14 @@ class StoreServer {
                       std::unique_ptr<StoreServer>* out);
   virtual ~StoreServer() = default;
   virtual int port() const = 0;
+};
+
+// What one client asked of its store: requests (a get parked on a missing key is one) and
+// their bytes each way. Start-up reports it; coll-sim's start-up model is checked against it.
+struct StoreTraffic {
+  int64_t requests = 0;
+  int64_t bytes_out = 0;
+  int64_t bytes_in = 0;
 };
 
 // One client connection. Not thread-safe: one thread uses it at a time.
@@ -67,7 +76,22 @@ class StoreClient {
   // parked on a missing key) fail at once with PeerLost, and every later call too. Used to
   // stop a thread that waits on the store for as long as a communicator lives.
   virtual void cancel() = 0;
+
+  const StoreTraffic& traffic() const { return traffic_; }
+
+ protected:
+  void countRequest(size_t out, size_t in) {
+    ++traffic_.requests;
+    traffic_.bytes_out += static_cast<int64_t>(out);
+    traffic_.bytes_in += static_cast<int64_t>(in);
+  }
+
+ private:
+  StoreTraffic traffic_;
 };
+
+// Opens a fresh connection to the same store (a client whose wait timed out is closed).
+using StoreConnect = std::function<Status(Deadline, std::unique_ptr<StoreClient>*)>;
 
 // "host:port" -> (host, port); IPv6 as "[::1]:port".
 Status splitHostPort(const std::string& address, std::string* host, int* port);

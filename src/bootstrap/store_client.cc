@@ -148,6 +148,7 @@ class TcpStoreClient : public StoreClient {
     if (r.value_len > kMaxValue) return transportError("store: oversized reply");
     reply->resize(r.value_len);
     COLL_RETURN_IF_ERROR(readAll(fd_.get(), reply->data(), r.value_len, deadline, "store reply"));
+    countRequest(msg.size(), sizeof r + r.value_len);
     *status = r.status;
     if (r.status == kBadRequest) return internalError("store refused the request as malformed");
     return Status::ok();

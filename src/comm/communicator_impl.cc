@@ -37,6 +37,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
     return invalidArgument("bad environment: " + all);
   }
   std::unique_ptr<CommunicatorImpl> impl(new CommunicatorImpl(options, global));
+  StartupReport& startup = impl->startup_;
   impl->store_server_ = std::move(inherited_store);
   const Config& config = impl->config_;  // the global one, with the caller's timeout
   if (impl->secret_.empty())
@@ -46,29 +47,37 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   std::vector<select::AlgoRule> rules;
   COLL_RETURN_IF_ERROR(select::parseAlgoOverride(config.algo, &rules));  // before anyone waits on us
   COLL_RETURN_IF_ERROR(impl->connectStore(options));
+  startup.endPhase("store", impl->store_.get());
   // Launch mistakes (a duplicate rank, a disagreeing world size, a rank that never starts)
   // are named here, on every rank, before they can surface as something else.
   bootstrap::RollCall roll{impl->rank_, impl->size_,
                            options.store ? std::string("the store") : "the store at " + options.store_address,
                            impl->store_server_ != nullptr, impl->storeConnector(options)};
   COLL_RETURN_IF_ERROR(bootstrap::rollCall(*impl->store_, impl->key_prefix_, roll, transport::Clock::now() + config.timeout));
+  startup.endPhase("roll call", impl->store_.get());
   COLL_RETURN_IF_ERROR(LedgerResponder::start(
       impl->storeConnector(options), impl->key_prefix_, &impl->ledger_,
       [p = impl.get()](int64_t question, const std::string& why) { p->revokedBy(question, why); },
       transport::Clock::now() + config.timeout, &impl->responder_));
   COLL_RETURN_IF_ERROR(impl->announcePresence(options));
+  startup.endPhase("presence", impl->store_.get(),
+                   impl->presence_ ? impl->presence_->traffic() : bootstrap::StoreTraffic{});
   auto deadline = transport::Clock::now() + config.timeout;
   COLL_RETURN_IF_ERROR(bootstrap::exchangeHostIds(*impl->store_, impl->key_prefix_, impl->rank_, impl->size_,
-                                                 bootstrap::localHostId(config.host_id, impl->rank_), deadline, &impl->hosts_));
+                                                 bootstrap::localHostId(config.host_id, impl->rank_), deadline, &impl->hosts_,
+                                                 impl->storeConnector(options)));
+  startup.endPhase("hosts", impl->store_.get());
   if (impl->local_rank_ < 0) impl->local_rank_ = impl->hosts_.local_rank;
   transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
                                impl->store_host_};
   COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_));
+  startup.endPhase("transports", impl->store_.get());
   COLL_RETURN_IF_ERROR(impl->startPaths(options, dir, std::move(rules)));
   // Nobody leaves init before everybody is connected, so rank 0 may stop serving the store
   // without stranding a late rank.
   COLL_RETURN_IF_ERROR(impl->store_->barrier(impl->key_prefix_ + "init", impl->size_,
                                              transport::Clock::now() + config.timeout));
+  startup.endPhase("barrier", impl->store_.get());
   if (config.inline_ops) impl->link_->driver = impl.get();
   // Every op ends by COLL_TIMEOUT from its start; the margin covers what an op does around its
   // transfers (the ledger's question, closing connections) and a loaded machine.
@@ -76,7 +85,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   impl->link_->stall_limit_ns = timeout_ns + std::max<int64_t>(timeout_ns / 2, 5'000'000'000);
   impl->link_->beat();
   impl->thread_ = std::thread([p = impl.get()] { p->progressLoop(); });
-  COLL_INFO("INIT", "rank %d of %d ready", impl->rank_, impl->size_);
+  COLL_INFO("INIT", "rank %d of %d %s", impl->rank_, impl->size_, startup.describe().c_str());
   *out = std::move(impl);
   return Status::ok();
 }
@@ -100,10 +109,13 @@ Status CommunicatorImpl::startPaths(const CommOptions& options, const transport:
   COLL_RETURN_IF_ERROR(P2pPath::start(config_, dir, hosts_, storeConnector(options),
                                       [this](const Error& e) { fail(Error(e.code(), format("rank %d: %s", rank_, e.what()))); },
                                       &p2p_));
+  startup_.endPhase("point-to-point", store_.get(), p2p_->startTraffic());
   ledger_.setPointToPoint([p2p = p2p_.get()] { return p2p->describeOutstanding(); });
   COLL_RETURN_IF_ERROR(connectNeighbours());
+  startup_.endPhase("neighbours", store_.get());
   scheduled_ = std::make_unique<ScheduledPath>(rank_, size_, config_, hosts_, transports_, ledger_);
   COLL_RETURN_IF_ERROR(scheduled_->init(*store_, key_prefix_, std::move(rules)));
+  startup_.endPhase("topology", store_.get());
   device_ = std::make_unique<DevicePath>(rank_, size_, hosts_.num_hosts == 1, config_, *scheduled_, ledger_);
   board_ = std::make_unique<BoardPath>(rank_, size_, config_, transports_, *scheduled_, ledger_, trace_.get());
   paths_ = {p2p_.get(), device_.get(), board_.get(), scheduled_.get()};

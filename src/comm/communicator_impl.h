@@ -27,6 +27,7 @@
 #include "comm/paths/device_path.h"
 #include "comm/paths/p2p_path.h"
 #include "comm/paths/scheduled_path.h"
+#include "comm/startup_report.h"
 #include "exec/op.h"
 #include "transport/registry.h"
 
@@ -138,6 +139,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   std::shared_ptr<bootstrap::StoreServer> store_server_;
   std::unique_ptr<bootstrap::StoreClient> store_;
   bootstrap::HostGrouping hosts_;
+  StartupReport startup_;  // create()'s phases, logged when ready
   transport::TransportSet transports_;
   Ledger ledger_;
   std::unique_ptr<OpTrace> trace_;  // COLL_TRACE_FILE set (engine_mu_ holder; written at destruction)

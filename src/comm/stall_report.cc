@@ -29,7 +29,7 @@ std::string hostsOf(const std::vector<int>& ranks, const std::vector<std::string
   std::set<std::string> all(host_of_rank.begin(), host_of_rank.end()), named;
   if (all.size() < 2) return "";  // one host: naming it says nothing
   for (int r : ranks)
-    if (static_cast<size_t>(r) < host_of_rank.size()) named.insert(host_of_rank[r].substr(0, host_of_rank[r].find('/')));
+    if (static_cast<size_t>(r) < host_of_rank.size()) named.insert(host_of_rank[r].substr(0, host_of_rank[r].find_first_of("/#")));
   std::string s = named.size() == 1 ? " (host " : " (hosts ";
   for (auto it = named.begin(); it != named.end(); ++it) s += (it == named.begin() ? "" : ", ") + *it;
   return s + ")";

@@ -158,18 +158,26 @@ Status probeLoadedStep(const ProbeContext& ctx, int nranks, double* seconds) {
 }
 
 // Each host's first rank measures the kernel; the slowest host's figure is what all use.
+// Rank 0 reads the leaders' figures and publishes the slowest; the others read that one key.
 Status agreeGamma(const ProbeContext& ctx, Topology* topo) {
-  for (const auto& host : topo->ranks_of_host)
-    if (host.front() == ctx.rank)
-      COLL_RETURN_IF_ERROR(ctx.store->set(ctx.key_prefix + "topo/gamma/" + std::to_string(ctx.rank),
-                                          format("%.9g", measureReduceBandwidth()), ctx.deadline));
-  double gamma = 0;
-  for (const auto& host : topo->ranks_of_host) {
-    std::string v;
-    COLL_RETURN_IF_ERROR(ctx.store->get(ctx.key_prefix + "topo/gamma/" + std::to_string(host.front()), &v, ctx.deadline));
-    double g = std::atof(v.c_str());
-    if (g > 0 && (gamma == 0 || g < gamma)) gamma = g;
+  const std::string key = ctx.key_prefix + "topo/gamma/";
+  const auto& hosts = topo->ranks_of_host;
+  for (size_t h = 1; h < hosts.size(); ++h)
+    if (hosts[h].front() == ctx.rank)
+      COLL_RETURN_IF_ERROR(ctx.store->set(key + std::to_string(h), format("%.9g", measureReduceBandwidth()), ctx.deadline));
+  if (ctx.rank == 0) {  // rank 0 leads host 0
+    double gamma = measureReduceBandwidth();
+    for (size_t h = 1; h < hosts.size(); ++h) {
+      std::string v;
+      COLL_RETURN_IF_ERROR(ctx.store->get(key + std::to_string(h), &v, ctx.deadline));
+      double g = std::atof(v.c_str());
+      if (g > 0 && (gamma <= 0 || g < gamma)) gamma = g;
+    }
+    COLL_RETURN_IF_ERROR(ctx.store->set(key + "agreed", format("%.9g", gamma), ctx.deadline));
   }
+  std::string agreed;
+  COLL_RETURN_IF_ERROR(ctx.store->get(key + "agreed", &agreed, ctx.deadline));
+  const double gamma = std::atof(agreed.c_str());
   if (gamma > 0) {
     topo->gamma_Bps = gamma;
     topo->gamma_source = "probe (reduceInto f32 sum of 2 MiB, slowest host)";

@@ -1,5 +1,10 @@
 #include "topology/topology_exchange.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
 #include "base/log.h"
 
 namespace coll::topology {
@@ -11,20 +16,64 @@ const HostHardware& thisHostHardware() {
   return hw;
 }
 
-Status exchangeHardware(const ProbeContext& ctx, Topology* topo) {
-  for (size_t h = 0; h < topo->ranks_of_host.size(); ++h)
-    if (topo->ranks_of_host[h].front() == ctx.rank)
-      COLL_RETURN_IF_ERROR(ctx.store->set(ctx.key_prefix + "topo/hw/" + std::to_string(h),
-                                          toJson(thisHostHardware()).dump(), ctx.deadline));
-  topo->hardware.resize(topo->ranks_of_host.size());
-  for (size_t h = 0; h < topo->ranks_of_host.size(); ++h) {
-    std::string text;
-    COLL_RETURN_IF_ERROR(ctx.store->get(ctx.key_prefix + "topo/hw/" + std::to_string(h), &text, ctx.deadline));
-    Json j;
-    COLL_RETURN_IF_ERROR(Json::parse(text, &j));
-    COLL_RETURN_IF_ERROR(fromJson(j, &topo->hardware[h]));
+// Rank 0 reads each host leader's description and publishes one table: the distinct
+// descriptions (hosts of a cluster are mostly alike), each as "<length>\n<json>", then each
+// host's index. Every other rank reads that one key: O(ranks + hosts) requests in all, where
+// each rank reading every host's was O(ranks x hosts).
+std::string encodeHardwareTable(const std::vector<std::string>& per_host) {
+  std::vector<std::string> distinct;
+  std::string indices;
+  for (const std::string& text : per_host) {
+    auto it = std::find(distinct.begin(), distinct.end(), text);
+    if (it == distinct.end()) it = distinct.insert(distinct.end(), text);
+    indices += format(" %zu", static_cast<size_t>(it - distinct.begin()));
   }
-  return Status::ok();
+  std::string table = format("hw %zu %zu\n", distinct.size(), per_host.size());
+  for (const std::string& text : distinct) table += format("%zu\n", text.size()) + text;
+  return table + indices;
+}
+
+Status decodeHardwareTable(const std::string& table, std::vector<HostHardware>* out) {
+  size_t ndistinct = 0, nhosts = 0;
+  int at = 0;
+  if (std::sscanf(table.c_str(), "hw %zu %zu\n%n", &ndistinct, &nhosts, &at) != 2 || at == 0)
+    return internalError("hardware table: unreadable header");
+  size_t pos = static_cast<size_t>(at);
+  std::vector<HostHardware> distinct(ndistinct);
+  for (HostHardware& hw : distinct) {
+    size_t eol = table.find('\n', pos);
+    if (eol == std::string::npos) return internalError("hardware table: truncated");
+    size_t len = std::strtoull(table.c_str() + pos, nullptr, 10);
+    if (eol + 1 + len > table.size()) return internalError("hardware table: truncated description");
+    Json j;
+    COLL_RETURN_IF_ERROR(Json::parse(table.substr(eol + 1, len), &j));
+    COLL_RETURN_IF_ERROR(fromJson(j, &hw));
+    pos = eol + 1 + len;
+  }
+  std::istringstream in(table.substr(pos));
+  out->clear();
+  for (size_t index = 0; out->size() < nhosts && in >> index;) {
+    if (index >= ndistinct) return internalError("hardware table: bad host index");
+    out->push_back(distinct[index]);
+  }
+  return out->size() == nhosts ? Status::ok() : internalError("hardware table: fewer hosts than announced");
+}
+
+Status exchangeHardware(const ProbeContext& ctx, Topology* topo) {
+  const std::string key = ctx.key_prefix + "topo/hw/";
+  const size_t nhosts = topo->ranks_of_host.size();
+  for (size_t h = 0; h < nhosts; ++h)
+    if (topo->ranks_of_host[h].front() == ctx.rank && ctx.rank != 0)
+      COLL_RETURN_IF_ERROR(ctx.store->set(key + std::to_string(h), toJson(thisHostHardware()).dump(), ctx.deadline));
+  if (ctx.rank == 0) {  // rank 0 leads host 0
+    std::vector<std::string> per_host(nhosts, toJson(thisHostHardware()).dump());
+    for (size_t h = 1; h < nhosts; ++h)
+      COLL_RETURN_IF_ERROR(ctx.store->get(key + std::to_string(h), &per_host[h], ctx.deadline));
+    COLL_RETURN_IF_ERROR(ctx.store->set(key + "table", encodeHardwareTable(per_host), ctx.deadline));
+  }
+  std::string table;
+  COLL_RETURN_IF_ERROR(ctx.store->get(key + "table", &table, ctx.deadline));
+  return decodeHardwareTable(table, &topo->hardware);
 }
 
 Status loadForJob(const std::string& path, const bootstrap::HostGrouping& hosts, Topology* out) {

@@ -29,6 +29,7 @@ Status P2pPath::start(const Config& config, const transport::PeerDirectory& coll
   dir.store = path->store_.get();  // the engine's thread uses it from now on (socket dials)
   transport::TransportSet set;
   COLL_RETURN_IF_ERROR(transport::createTransports(p2pConfig(config), dir, hosts, &set));
+  path->start_traffic_ = path->store_->traffic();  // before the engine's thread may use the client
   p2p::EngineOptions engine;
   engine.rank = collectives.rank;
   engine.size = collectives.size;

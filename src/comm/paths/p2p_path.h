@@ -43,12 +43,15 @@ class P2pPath final : public ExecutionPath {
   std::string describeOutstanding() const { return engine_->describeOutstanding(); }
   // The engine thread's heartbeat: the link of its ops' Works, for Work::wait()'s watchdog.
   const std::shared_ptr<detail::DriverLink>& watchdog() const { return watchdog_; }
+  // What setting up its transports asked of the store (through its own client), for the start-up report.
+  const bootstrap::StoreTraffic& startTraffic() const { return start_traffic_; }
 
  private:
   P2pPath() = default;
   std::unique_ptr<bootstrap::StoreClient> store_;  // the engine's (its thread's alone)
   std::unique_ptr<p2p::Engine> engine_;            // destroyed before store_
   std::shared_ptr<detail::DriverLink> watchdog_;
+  bootstrap::StoreTraffic start_traffic_;
 };
 
 }  // namespace coll

@@ -139,6 +139,9 @@ ShmTransport::~ShmTransport() {
 
 // --- set-up --------------------------------------------------------------------------------
 
+// Two store barriers of every rank, whatever the number of local peers: segment names are
+// computed, not exchanged (reading each local peer's name was L² requests a host: 65,536 at
+// 256 ranks). Only a rank that failed publishes why, and only a failed open looks it up.
 Status ShmTransport::setUp(Deadline deadline) {
   Status st = validatePeers();
   if (st && !local_peers_.empty()) {
@@ -146,9 +149,11 @@ Status ShmTransport::setUp(Deadline deadline) {
     // One rank a host looks for what an earlier job's killed start-up left (stale_segments.h).
     if (*std::min_element(local_peers_.begin(), local_peers_.end()) > dir_.rank) reclaimStaleSegments();
     st = createOwn();
-    Status published = dir_.store->set(key(dir_.rank), st ? segmentNameFor(dir_, dir_.rank) : "error:" + st.message(),
-                                       deadline);
-    if (st) st = published;
+    if (!st) (void)dir_.store->set(key(dir_.rank), "error:" + st.message(), deadline);
+  }
+  Status all_made = dir_.store->barrier(dir_.key_prefix + "shm/made", dir_.size, deadline);
+  if (st && !all_made) st = Status(all_made.code(), "shared memory set-up: " + all_made.message());
+  if (st && !local_peers_.empty()) {
     peers_.resize(local_peers_.size());
     for (size_t i = 0; i < peers_.size() && st; ++i) {
       peers_[i].rank = local_peers_[i];
@@ -157,7 +162,8 @@ Status ShmTransport::setUp(Deadline deadline) {
       if (st) helloWake(peers_[i]);
     }
   }
-  Status all_here = dir_.store->barrier(dir_.key_prefix + "shm/ready", dir_.size, deadline);
+  // Everyone joins the second barrier even after a failure, so no peer waits out its deadline.
+  Status all_here = all_made ? dir_.store->barrier(dir_.key_prefix + "shm/ready", dir_.size, deadline) : all_made;
   removeNames();
   COLL_RETURN_IF_ERROR(st);
   if (!all_here) return Status(all_here.code(), "shared memory set-up: " + all_here.message());
@@ -220,13 +226,15 @@ Status ShmTransport::createOwn() {
 }
 
 Status ShmTransport::mapPeer(Peer& p, Deadline deadline) {
-  std::string name;
-  Status st = dir_.store->get(key(p.rank), &name, deadline);
-  if (!st) return Status(st.code(), format("peer %d (same host) did not publish its shared memory segment: %s", p.rank,
-                                           st.message().c_str()), p.rank);
-  if (name.rfind("error:", 0) == 0)
-    return transportError(format("peer %d could not set up shared memory: %s", p.rank, name.c_str() + 6), p.rank);
-  COLL_RETURN_IF_ERROR(openSegment(name, &p.mapping));
+  const std::string name = segmentNameFor(dir_, p.rank);
+  if (Status opened = openSegment(name, &p.mapping); !opened) {
+    bool told = false;  // a peer that failed said why; check() never waits
+    std::string why;
+    if (dir_.store->check(key(p.rank), &told, deadline) && told && dir_.store->get(key(p.rank), &why, deadline) &&
+        why.rfind("error:", 0) == 0)
+      return transportError(format("peer %d could not set up shared memory: %s", p.rank, why.c_str() + 6), p.rank);
+    return Status(opened.code(), format("peer %d (same host): %s", p.rank, opened.message().c_str()), p.rank);
+  }
   const SegmentHeader* h = p.mapping.header();
   const Geometry g{h->slot_bytes, h->nslots, h->nchannels};
   if (h->magic != kSegmentMagic || h->version != kLayoutVersion || h->owner_rank != p.rank ||
