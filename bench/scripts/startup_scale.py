@@ -10,18 +10,22 @@ prefix nss, subnet 10.214.41, unshaped) and both jobs start under one launcher, 
 mpirun over `netcluster rsh` (coll finds its store through PMIx), N/H ranks a host.
 
 Prints, per job: the wall time from launch to exit (start-up dominates it: one op of 8 B),
+for coll the time from launch until its last rank was ready (each rank logs its start-up at
+COLL_DEBUG=INFO with the wall clock, src/comm/startup_report.h) and coll-sim's estimate of
+it for the same layout and cores (--sim; tools/sim/startup_model.h), with their ratio,
 the peak private memory of a rank (RssAnon, sampled from /proc every 20 ms; the largest rank
 and the mean), and the host's shared memory the job added at its peak (Shmem in
 /proc/meminfo, which counts /dev/shm and every other tmpfs page), divided by N.
 
   startup_scale.py [--ranks 8,32,64,128,256] [--peers openmpi] [--build build] [--timeout 600]
-                   [--hosts H]
+                   [--hosts H] [--no-sim]
 
 A job past --timeout is killed (its process group) and reported as such. The machine is
 shared: read the two columns of one row against each other, not against another run.
 """
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -69,11 +73,37 @@ def rss_anon_kib(pid, program):
     return None
 
 
-def run_job(command, program, timeout):
-    """Runs COMMAND; returns (seconds, exit code, {pid: peak RssAnon KiB}, peak Shmem added KiB)."""
+READY_AT = re.compile(r"rank (\d+) of \d+ ready in [^\n]*?; at ([0-9]+\.[0-9]+)")
+
+
+def ready_seconds(log, launched, n):
+    """Launch to the last rank's "ready" line; None unless all n ranks logged one."""
+    at = {int(m.group(1)): float(m.group(2)) for m in READY_AT.finditer(log.decode(errors="replace"))}
+    return max(at.values()) - launched if len(at) == n else None
+
+
+def simulated(build, n, hosts):
+    """coll-sim's start-up estimate for n ranks on `hosts` hosts of this machine's cores:
+    (ready s, first all-reduce s, private MiB, rank 0 private MiB, shared MiB)."""
+    cores = os.cpu_count() / hosts  # netcluster's hosts share this machine's cores
+    args = [f"{build}/bin/coll-sim", "--startup", "--hosts", str(hosts), "--per-host", str(n // hosts),
+            "--cores", f"{cores:g}", "--link", "10gbit"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
+    ready = re.search(r"every rank ready: ([0-9.]+) s; first all-reduce \(8 B, \S+\): ([0-9.]+) us", out)
+    mem = re.search(r"private ([0-9.]+) MiB \(rank 0, with the store: ([0-9.]+) MiB\), shared ([0-9.]+) MiB", out)
+    if not ready or not mem:
+        return None
+    return float(ready.group(1)), float(ready.group(2)) / 1e6, float(mem.group(1)), float(mem.group(2)), \
+        float(mem.group(3))
+
+
+def run_job(command, program, timeout, env=None):
+    """Runs COMMAND; returns (seconds, exit code, {pid: peak RssAnon KiB}, peak Shmem added KiB, log, launch time)."""
     shmem0 = meminfo_kib("Shmem")
     start = time.monotonic()
-    job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    launched = time.time()
+    job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                           env=env)
     peaks, shmem_peak, rc = {}, 0, None
     log = []
     os.set_blocking(job.stdout.fileno(), False)
@@ -89,14 +119,14 @@ def run_job(command, program, timeout):
         if time.monotonic() - start > timeout:
             os.killpg(job.pid, signal.SIGKILL)
             job.wait()
-            return timeout, "timeout", peaks, shmem_peak, b"".join(log)
+            return timeout, "timeout", peaks, shmem_peak, b"".join(log), launched
         time.sleep(0.02)
         rc = job.poll()
     seconds = time.monotonic() - start
     rest = job.stdout.read()
     if rest:
         log.append(rest)
-    return seconds, rc, peaks, shmem_peak, b"".join(log)
+    return seconds, rc, peaks, shmem_peak, b"".join(log), launched
 
 
 PREFIX, SUBNET = "nss", "10.214.41"
@@ -117,8 +147,10 @@ def commands(tool, n, build, hosts, agent):
     name = os.path.basename(program)
     if hosts > 1:  # one launcher for both: mpirun over the simulated hosts
         hostlist = ",".join(f"{PREFIX}{k}:{n // hosts}" for k in range(hosts))
+        forward = ["-x", "COLL_DEBUG", "-x", "COLL_DEBUG_SUBSYS"] if tool == "coll" else []
         return [netcluster(), "exec", f"{PREFIX}0", "--", "mpirun.openmpi", "--allow-run-as-root", "--bind-to", "none",
-                "--mca", "plm_rsh_agent", agent, "-H", hostlist, "-n", str(n), os.path.abspath(program)] + args, name
+                "--mca", "plm_rsh_agent", agent] + forward + ["-H", hostlist, "-n", str(n), os.path.abspath(program)] + \
+            args, name
     if tool == "coll":
         return [f"{build}/bin/collrun", "-n", str(n), program] + args, name
     if tool == "openmpi":
@@ -137,6 +169,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--hosts", type=int, default=1)
+    ap.add_argument("--no-sim", action="store_true", help="no coll-sim estimate beside coll's rows")
     args = ap.parse_args()
     agent = None
     if args.hosts > 1:
@@ -160,16 +193,26 @@ def measure(args, agent):
     where = f"{args.hosts} simulated hosts (netcluster, mpirun)" if args.hosts > 1 else "one host"
     print(f"# start-up and memory, {where}, {os.cpu_count()} CPUs; one 8 B all-reduce per job")
     print(f"# {'ranks':>5} {'library':>8} {'wall s':>8} {'exit':>7} {'private MiB/rank':>17} {'(max)':>8} "
-          f"{'shared MiB/rank':>16} {'host shm MiB':>13}")
+          f"{'shared MiB/rank':>16} {'host shm MiB':>13} {'ready s':>8} {'sim ready s':>12} {'sim/meas':>9} "
+          f"{'sim private':>12} {'sim rank 0':>11} {'sim shared':>11}")
     for n in [int(x) for x in args.ranks.split(",")]:
         for tool in tools:
             command, program = commands(tool, n, args.build, args.hosts, agent)
-            seconds, rc, peaks, shmem, log = run_job(command, program, args.timeout)
+            env = dict(os.environ, COLL_DEBUG="INFO", COLL_DEBUG_SUBSYS="INIT") if tool == "coll" else None
+            seconds, rc, peaks, shmem, log, launched = run_job(command, program, args.timeout, env)
             ok = rc == 0 and (tool != "coll" or b"Out of bounds values : 0 OK" in log)
             values = list(peaks.values()) or [0]
             mean = sum(values) / len(values)
-            print(f"  {n:>5} {tool:>8} {seconds:>8.2f} {str(rc) if ok or rc != 0 else 'wrong':>7} {mib(mean):>17} "
-                  f"{mib(max(values)):>8} {mib(shmem / n):>16} {mib(shmem):>13}", flush=True)
+            row = f"  {n:>5} {tool:>8} {seconds:>8.2f} {str(rc) if ok or rc != 0 else 'wrong':>7} {mib(mean):>17} " \
+                  f"{mib(max(values)):>8} {mib(shmem / n):>16} {mib(shmem):>13}"
+            if tool == "coll":
+                ready = ready_seconds(log, launched, n)
+                row += f" {ready:>8.2f}" if ready is not None else f" {'-':>8}"
+                sim = None if args.no_sim else simulated(args.build, n, args.hosts)
+                if sim:
+                    ratio = f"{sim[0] / ready:.2f}" if ready else "-"
+                    row += f" {sim[0]:>12.2f} {ratio:>9} {sim[2]:>12.2f} {sim[3]:>11.2f} {sim[4]:>11.2f}"
+            print(row, flush=True)
             if not ok:
                 tail = log.decode(errors="replace").splitlines()[-8:]
                 print("\n".join("    | " + line for line in tail), flush=True)

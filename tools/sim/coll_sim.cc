@@ -3,6 +3,8 @@
 //   coll-sim --hosts 2048 --per-host 8 --link 100gbit --hosts-per-leaf 16 --oversubscription 2
 //              --inter-alpha-us 5 -b 8 -e 256M -f 8 --algo all
 //   coll-sim --topology job.json -b 8 -e 64M           # a topology coll-topo --json dumped
+//   coll-sim --hosts 2048 --per-host 8 --startup       # launch to the first all-reduce, memory per rank
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -91,6 +93,19 @@ int main(int argc, char** argv) {
     case ParseOutcome::error: std::fprintf(stderr, "coll-sim: %s\n", error.c_str()); return 2;
     case ParseOutcome::run: break;
   }
+  if (!o.plan_layout.empty()) {  // "rank <r> <phase>=<requests>[+<may add>] ...", for startup_check.py
+    const StartupLayout job = StartupLayout::of(o.plan_layout);
+    for (int r = 0; r < job.ranks(); ++r) {
+      std::string line = "rank " + std::to_string(r);
+      for (const PhaseRequests& p : plannedRequests(job, r)) {
+        std::string name = p.phase;
+        std::replace(name.begin(), name.end(), ' ', '_');
+        line += " " + name + "=" + std::to_string(p.requests) + (p.may_add ? "+" + std::to_string(p.may_add) : "");
+      }
+      std::puts(line.c_str());
+    }
+    return 0;
+  }
   ClusterModel m;
   std::vector<const algo::AlgorithmInfo*> algos;
   Status st = loadCluster(o, &m);
@@ -102,6 +117,16 @@ int main(int argc, char** argv) {
   if (o.root >= m.topo.nranks) {
     std::fprintf(stderr, "coll-sim: -r %d: the root must be a rank (0..%d)\n", o.root, m.topo.nranks - 1);
     return 2;
+  }
+  if (o.startup) {
+    StartupEstimate e;
+    st = estimateStartup(m, o.startup_costs, &e);
+    if (!st) {
+      std::fprintf(stderr, "coll-sim: %s\n", st.message().c_str());
+      return 1;
+    }
+    std::fputs(describeStartup(m, e).c_str(), stdout);
+    return 0;
   }
   Report report(o, m);
   const topology::Topology probed = m.probedTopology();

@@ -63,6 +63,10 @@ std::string simUsage() {
          "  runs:       -n ITERS (1) -w WARMUP (0): back-to-back ops per rank, timed as all_reduce_perf does\n"
          "  speed:      --exact (simulate every rank even where the job repeats in blocks: docs/SIMULATOR.md)\n"
          "              --max-memory BYTES (4G): refuse a simulation estimated to need more\n"
+         "  start-up:   --startup: model launch to the first all-reduce and the memory per rank instead\n"
+         "              --cores N (0: a core a rank)  --spawn-ms S (1.5)  --host-launch-ms S (100)\n"
+         "              --store-request-us S (12)  --switch-us S (150: an oversubscribed rank's turn)\n"
+         "              --startup-plan R,R,...: each rank's store requests per phase, hosts of R ranks\n"
          "  output:     --stats (steps, messages, memory and wall time per row)  --csv FILE\n";
 }
 
@@ -74,6 +78,7 @@ ParseOutcome parseSimOptions(int argc, char** argv, SimOptions* o, std::string* 
     if (a == "--in-place") { o->in_place = true; continue; }
     if (a == "--stats") { o->stats = true; continue; }
     if (a == "--exact") { o->exact = true; continue; }
+    if (a == "--startup") { o->startup = true; continue; }
     if (i + 1 >= argc) return *error = a + " needs a value (or is unknown; see --help)", ParseOutcome::error;
     const char* v = argv[++i];
     bool ok = true;
@@ -131,6 +136,19 @@ ParseOutcome parseSimOptions(int argc, char** argv, SimOptions* o, std::string* 
     else if (a == "--slice") ok = bench::parseSize(v, &o->slice_bytes) && o->slice_bytes > 0;
     else if (a == "--depth") ok = parseInt(v, 1, &o->pipeline_depth);
     else if (a == "--csv") o->csv_path = v;
+    else if (a == "--startup-plan") {
+      for (const std::string& item : splitList(v)) {
+        int r = 0;
+        ok = ok && parseInt(item.c_str(), 1, &r);
+        o->plan_layout.push_back(r);
+      }
+      ok = ok && !o->plan_layout.empty();
+    }
+    else if (a == "--cores") ok = parseDouble(v, &o->startup_costs.cores_per_host) && o->startup_costs.cores_per_host >= 0;
+    else if (a == "--spawn-ms") ok = parseDouble(v, &d) && d >= 0, o->startup_costs.spawn_s = d / 1e3;
+    else if (a == "--host-launch-ms") ok = parseDouble(v, &d) && d >= 0, o->startup_costs.host_launch_s = d / 1e3;
+    else if (a == "--store-request-us") ok = parseDouble(v, &d) && d >= 0, o->startup_costs.store_request_s = d / 1e6;
+    else if (a == "--switch-us") ok = parseDouble(v, &d) && d >= 0, o->startup_costs.switch_s = d / 1e6;
     else if (a == "--max-memory") ok = bench::parseSize(v, &o->max_memory_bytes);
     else return *error = "unknown option " + a + " (see --help)", ParseOutcome::error;
     if (!ok) return *error = a + " " + v + ": not a valid value (see --help)", ParseOutcome::error;

@@ -7,6 +7,7 @@
 
 #include "algorithms/catalog.h"
 #include "cluster_model.h"
+#include "startup_model.h"
 
 namespace coll::sim {
 
@@ -29,6 +30,9 @@ struct SimOptions {
   size_t max_memory_bytes = size_t{4} << 30;
   bool stats = false;              // steps, messages, memory, wall time per row
   std::string csv_path;            // every (algorithm, size) as CSV, for docs and plots
+  bool startup = false;            // model start-up to the first all-reduce instead (startup_model.h)
+  StartupCosts startup_costs;
+  std::vector<int> plan_layout;    // --startup-plan: ranks per host; print each rank's store requests
 };
 
 enum class ParseOutcome { run, help, error };
