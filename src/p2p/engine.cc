@@ -132,10 +132,12 @@ bool Engine::Impl::connectAll() {
         std::lock_guard<std::mutex> lock(mu_);
         if (stopping_ || failed_) return false;
       }
-      // The accepting side of a socket (the lower rank) may be asked again after a slice
-      // (accepted streams wait for the next call), so a destructor never waits long for a
-      // peer that will not come; everything else gets one call with the whole deadline.
-      const bool sliced = std::string(for_peer_[peer]->name()) == "socket" && opt_.rank < peer;
+      // A socket is asked again after a slice, on both sides, so a destructor never waits long
+      // for a peer that will not come (one that finished and left before this engine reached
+      // it: the dialing side retried its refused connection until the deadline, holding the
+      // job's exit for COLL_TIMEOUT). The acceptor keeps accepted streams for the next call;
+      // a dial cut off is made again whole. Everything else gets one call with the whole deadline.
+      const bool sliced = std::string(for_peer_[peer]->name()) == "socket";
       auto slice = sliced ? std::min(opt_.connect_deadline, Clock::now() + kConnectSlice) : opt_.connect_deadline;
       st = for_peer_[peer]->connect(peer, slice, &channels_[peer].conn);
       if (st || st.code() != ErrorCode::Timeout || Clock::now() >= opt_.connect_deadline) break;

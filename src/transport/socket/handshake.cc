@@ -19,9 +19,10 @@ uint64_t replyMac(const std::string& secret, const std::string& context, const b
 }  // namespace
 
 Status dialStream(const std::string& host, int port, const std::string& secret, const std::string& context,
-                  int rank, int peer, int stream, int nstreams, Deadline deadline, UniqueFd* out) {
+                  int rank, int peer, int stream, int nstreams, Deadline connect_deadline,
+                  Deadline deadline, UniqueFd* out) {
   UniqueFd fd;
-  COLL_RETURN_IF_ERROR(connectTcp(host, port, deadline, &fd));
+  COLL_RETURN_IF_ERROR(connectTcp(host, port, connect_deadline, &fd));
   char hello[4 + sizeof(bootstrap::Nonce)];
   COLL_RETURN_IF_ERROR(readAll(fd.get(), hello, sizeof hello, deadline, "data handshake"));
   uint32_t magic;

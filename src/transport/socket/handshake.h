@@ -15,9 +15,13 @@ struct StreamIdentity {
   int stream = -1;
 };
 
-// Dialer side: connect to address and authenticate as (rank -> peer, stream).
+// Dialer side: connect to address and authenticate as (rank -> peer, stream). `deadline`
+// bounds reaching the listener (refused connections are retried until then); the handshake,
+// once connected, has until `handshake_deadline` (the acceptor answers only when it gets to
+// this peer, and a handshake cut off would leave it a dead stream).
 Status dialStream(const std::string& host, int port, const std::string& secret, const std::string& context,
-                  int rank, int peer, int stream, int nstreams, Deadline deadline, UniqueFd* out);
+                  int rank, int peer, int stream, int nstreams, Deadline deadline, Deadline handshake_deadline,
+                  UniqueFd* out);
 
 // Acceptor side, on a freshly accepted socket. Fills who it is; fails (the caller logs and
 // closes) on a wrong secret, a wrong target, or a malformed answer.

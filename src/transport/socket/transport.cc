@@ -1,5 +1,6 @@
 #include "transport/socket/transport.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <atomic>
 #include <cerrno>
@@ -126,8 +127,9 @@ class SocketTransport : public Transport {
     COLL_RETURN_IF_ERROR(bootstrap::splitHostPort(*remote, &host, &port));
     for (int s = 0; s < config_.socket_nstreams; ++s) {
       UniqueFd fd;
+      // A caller waiting in slices (the p2p engine) bounds the dial, not a handshake under way.
       Status st = dialStream(host, port, dir_.secret, dir_.key_prefix, dir_.rank, peer, s, config_.socket_nstreams,
-                             deadline, &fd);
+                             deadline, std::max(deadline, Clock::now() + kHandshakeLimit), &fd);
       if (!st) return Status(st.code(), format("connecting to peer %d (%s): %s", peer, remote->c_str(), st.message().c_str()), peer);
       setBuffers(fd.get(), config_.socket_buffer_bytes);
       fds->push_back(std::move(fd));
