@@ -40,12 +40,15 @@ struct Stretch {  // how a host's CPU work stretches when it has more ranks than
   double of(int local_ranks) const { return cores > 0 && local_ranks > cores ? local_ranks / cores : 1.0; }
 };
 
-// The CPU a rank spends in a phase beyond its requests' (the transports' set-up: segments,
-// listening sockets, and each local peer's segment mapped, probed and greeted).
+int connectionsOpened(const std::string& phase);
+
+// The CPU a rank spends in a phase beyond its requests': connecting to the store, setting up a
+// transport set (each local peer's segment mapped, probed and greeted), detecting hardware.
 double phaseCpu(const std::string& phase, const StartupCosts& c, int local_ranks) {
-  const double peers = local_ranks - 1;
-  if (phase == "transports" || phase == "point-to-point") return c.init_cpu_s / 2 + c.local_peer_cpu_s * peers;
-  return 0;
+  double cpu = connectionsOpened(phase) * c.connect_cpu_s;
+  if (phase == "transports" || phase == "point-to-point") cpu += c.init_cpu_s / 2 + c.local_peer_cpu_s * (local_ranks - 1);
+  if (phase == "topology") cpu += c.hardware_cpu_s;
+  return cpu;
 }
 
 int connectionsOpened(const std::string& phase) {
@@ -66,7 +69,7 @@ double probeSeconds(const ClusterModel& m, const StartupLayout& job, const Start
   const topology::LinkParams& ring = job.hosts() > 1 ? m.topo.inter : m.topo.intra;
   const double hop = std::max(ring.alpha_s + m.perMessageSeconds(job.hosts() > 1), stretch * c.switch_s);
   s += (topology::kLoadedStepRuns + 1) * topology::kLoadedStepRounds * hop;
-  return s + c.gamma_probe_s;
+  return s + c.gamma_probe_s * stretch;  // everyone waits for the leaders' figures
 }
 
 Status firstAllreduce(const ClusterModel& m, StartupEstimate* out) {
@@ -133,8 +136,8 @@ Status estimateStartup(const ClusterModel& m, const StartupCosts& c, StartupEsti
     const int connections = connectionsOpened(e.name) * n;
     e.server_s = e.requests * c.store_request_s + connections * c.store_connect_s + e.bytes_in / reply_Bps;
     // A rank's own CPU: its requests' (inside the round trips unless ranks wait for a core) and the phase's.
-    e.cpu_s = stretched > 1 ? (e.cpu_s + phaseCpu(e.name, c, fullest)) * stretched : phaseCpu(e.name, c, fullest);
-    e.seconds = std::max(e.server_s, e.chain_s) + e.cpu_s;
+    e.cpu_s = ((stretched > 1 ? e.cpu_s : 0) + phaseCpu(e.name, c, fullest)) * stretched;
+    e.seconds = std::max(e.server_s, e.chain_s) + e.cpu_s + (e.name == "topology" ? c.hardware_wait_s : 0);
     if (e.name == "topology") e.seconds += probeSeconds(m, job, c, stretched);
     out->ready_s += e.seconds;
     out->requests += e.requests;
@@ -143,6 +146,8 @@ Status estimateStartup(const ClusterModel& m, const StartupCosts& c, StartupEsti
   out->ready_s += out->launch_s;
   // Keys the store holds: every set (about half of a rank's requests) and every add's counter.
   out->store_keys = out->requests / 2;
+  // Store clients, the ring neighbours' sockets (between hosts), and the engine's to every remote peer.
+  out->sockets_per_rank = kStoreConnectionsPerRank + (job.hosts() > 1 ? 2 + (n - fullest) : 0);
   estimateMemory(job, c, out);
   return firstAllreduce(m, out);
 }
@@ -164,6 +169,8 @@ std::string describeStartup(const ClusterModel& m, const StartupEstimate& e) {
                  static_cast<long long>(e.store_keys), e.store_bytes_in / 1048576);
   text += format("# memory per rank: private %.2f MiB (rank 0, with the store: %.2f MiB), shared %.2f MiB\n",
                  e.private_bytes / 1048576, e.private_rank0_bytes / 1048576, e.shared_bytes / 1048576);
+  text += format("# sockets per rank: %lld (the point-to-point engine connects to every peer on another host)\n",
+                 static_cast<long long>(e.sockets_per_rank));
   return text;
 }
 

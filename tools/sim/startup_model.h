@@ -21,18 +21,21 @@ namespace coll::sim {
 
 struct StartupCosts {
   double cores_per_host = 0;         // 0: a core for every rank (a fraction: hosts sharing cores)
-  double spawn_s = 1.5e-3;           // the launcher's time per process it starts, one after another
+  double spawn_s = 1.3e-3;           // the launcher's time per process it starts, one after another
   double host_launch_s = 0.1;        // a remote launch (ssh, a launcher daemon), on a binary tree of hosts
-  double exec_cpu_s = 8e-3;          // CPU from exec to the communicator's first phase (loading, main)
-  double init_cpu_s = 4e-3;          // CPU in start-up outside store waits and the probe (threads, segments)
-  double local_peer_cpu_s = 40e-6;   // CPU per local peer: map its segment, probe CMA, say hello, connect
+  double exec_cpu_s = 5e-3;          // CPU from exec to the communicator's first phase (loading, main)
+  double init_cpu_s = 3e-3;          // CPU setting up the two transport sets (segments, sockets, threads)
+  double local_peer_cpu_s = 25e-6;   // CPU per local peer and transport set: map its segment, probe CMA, greet it
+  double connect_cpu_s = 0.4e-3;     // a rank's CPU per store connection (connect, challenge, MAC)
+  double hardware_cpu_s = 1e-3;      // detecting the host's hardware (hwloc), every rank
+  double hardware_wait_s = 7e-3;     // ... and waiting for what it reads (sysfs), not on a core
   double store_request_s = 12e-6;    // the store's thread per request
   double store_connect_s = 60e-6;    // the store's thread per connection (accept, challenge, MAC)
-  double loopback_rtt_s = 25e-6;     // a request's round trip on the store's host
+  double loopback_rtt_s = 27e-6;     // a request's round trip on the store's host
   double request_cpu_s = 10e-6;      // a client's CPU per request (write, wake, read)
   double store_copy_Bps = 2e9;       // the store's thread writing replies (rank 0's link may be slower)
-  double switch_s = 0.15e-3;         // oversubscribed: a chained probe hop waits for its rank's turn
-  double gamma_probe_s = 6e-3;       // measureReduceBandwidth on each host's first rank
+  double switch_s = 25e-6;           // oversubscribed: a chained probe hop waits its rank's turn, per rank a core
+  double gamma_probe_s = 1e-3;       // measureReduceBandwidth on each host's first rank (the others wait)
   // Memory (bytes).
   double private_base = 0.8 * 1048576;      // one rank of a one-host job of few ranks
   double private_network = 1.0 * 1048576;   // more where a job spans hosts (sockets, probe buffers)
@@ -64,6 +67,9 @@ struct StartupEstimate {
   double store_bytes_in = 0;      // what the store's replies carry in all
   double private_bytes = 0, private_rank0_bytes = 0, shared_bytes = 0;  // per rank
   double oversubscription = 1;    // ranks over cores on the fullest host
+  // Sockets a rank holds once the point-to-point engine has connected in the background (it
+  // dials or accepts every peer on another host: O(ranks), the part of start-up not yet lazy).
+  int64_t sockets_per_rank = 0;
 };
 
 Status estimateStartup(const ClusterModel& m, const StartupCosts& costs, StartupEstimate* out);
