@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "algorithms/patterns/ring.h"
+#include "base/descriptor_limit.h"
 #include "base/log.h"
 #include "bootstrap/roll_call.h"
 #include "comm/device_request.h"
@@ -68,6 +70,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
                                                  impl->storeConnector(options)));
   startup.endPhase("hosts", impl->store_.get());
   if (impl->local_rank_ < 0) impl->local_rank_ = impl->hosts_.local_rank;
+  impl->budgetDescriptors();
   transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
                                impl->store_host_};
   COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_));
@@ -99,6 +102,23 @@ Status CommunicatorImpl::shrink(const std::vector<int>& excluded, std::unique_pt
   COLL_INFO("INIT", "rank %d of %d shrinks to rank %d of %d as '%s'", rank_, size_, plan.rank, plan.size,
             plan.name.c_str());
   return create(plan, config_, out, store_server_);
+}
+
+// Open files this rank will hold: what is open now, a point-to-point socket to every peer on
+// another host (the engine connects them all), the ring neighbours' streams, store clients,
+// listeners and wake sockets, and a margin.
+void CommunicatorImpl::budgetDescriptors() {
+  std::error_code ec;
+  uint64_t open_now = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    ++open_now;
+  const uint64_t remote_peers = static_cast<uint64_t>(size_ - hosts_.local_size);
+  const uint64_t needed = open_now + remote_peers + 2 * static_cast<uint64_t>(config_.socket_nstreams) + 16;
+  const DescriptorBudget budget = ensureDescriptors(needed);
+  const std::string said = describeDescriptors(budget, rank_, size_);
+  if (budget.short_of_it) COLL_WARN("INIT", "%s", said.c_str());
+  else if (!said.empty()) COLL_INFO("INIT", "%s", said.c_str());
 }
 
 // The point-to-point engine first (its transports connect on demand), then the neighbours'

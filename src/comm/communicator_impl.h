@@ -87,6 +87,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   // Opens another client of the same store (the ledger responder parks a GET on its own).
   LedgerResponder::Connect storeConnector(const CommOptions& options) const;
   Status connectNeighbours();
+  void budgetDescriptors();  // raises the open-file limit the job needs, or warns (base/descriptor_limit.h)
   // The paths, made once the transports exist (comm/paths/).
   Status startPaths(const CommOptions& options, const transport::PeerDirectory& dir, std::vector<select::AlgoRule> rules);
   ExecutionPath& pathFor(const OpRequest& op);
