@@ -70,6 +70,10 @@ struct StartupEstimate {
   // Sockets a rank holds once the point-to-point engine has connected in the background (it
   // dials or accepts every peer on another host: O(ranks), the part of start-up not yet lazy).
   int64_t sockets_per_rank = 0;
+  // ...and the store requests those dials make after start-up (each dialer reads the address
+  // of every lower-ranked peer on another host): O(ranks²), and the store's time for them.
+  int64_t background_requests = 0;
+  double background_store_s = 0;
 };
 
 Status estimateStartup(const ClusterModel& m, const StartupCosts& costs, StartupEstimate* out);
