@@ -14,7 +14,7 @@ namespace coll {
 struct StartupPhase {
   std::string name;
   double seconds = 0;
-  bootstrap::StoreTraffic traffic;  // of the communicator's main store client
+  bootstrap::StoreTraffic traffic;  // of the communicator's store clients during the phase
 };
 
 class StartupReport {
@@ -23,15 +23,14 @@ class StartupReport {
   // Ends the phase running since the previous call (or construction) under `name`; `store`
   // is the main client (null before it connects), `other` what the phase's own clients asked.
   void endPhase(const char* name, const bootstrap::StoreClient* store, const bootstrap::StoreTraffic& other = {});
-  const std::vector<StartupPhase>& phases() const { return phases_; }
-  double totalSeconds() const;
-  // The wall clock (Unix seconds) at the last phase's end: tools line the ranks up by it.
-  double readyAtUnixSeconds() const { return ready_unix_s_; }
-  // "ready in 41.2 ms: store 1.1/0, roll call 3.0/6, ...; store 12 requests, 0.9 KiB out, 1.4 KiB in":
-  // each phase's milliseconds and store requests, then the totals.
+  // "ready in 41.2 ms: store 1.1/0, roll call 3.0/6, ...; store 12 requests, 0.9 KiB out, 1.4 KiB in;
+  // at 1796283179.450": each phase's milliseconds and store requests, the totals, and the wall
+  // clock (Unix seconds) at the last phase's end, by which tools line the ranks up.
   std::string describe() const;
 
  private:
+  double totalSeconds() const;
+
   std::chrono::steady_clock::time_point last_;
   bootstrap::StoreTraffic counted_;
   double ready_unix_s_ = 0;
