@@ -446,16 +446,17 @@ void PerfRunner::runAll() {
   }
 }
 
-// Rank 0 prints every rank's line. An all-reduce (sum of u8) of buffers that are zero
-// except in each rank's own slot gathers them without needing a gather collective.
+// Rank 0 prints every rank's line, gathered by an all-gather of one 256-byte slot a rank (not
+// an all-reduce of n slots: at 256 ranks that moved 64 KiB a rank, more shared memory than the
+// job's own first op; docs/MEMORY.md).
 std::vector<std::string> gatherRankLines(Communicator& comm, PerfRunner& runner) {
   constexpr size_t kSlot = 256;
   auto n = static_cast<size_t>(comm.size());
-  std::vector<char> mine(n * kSlot, 0);
+  std::vector<char> mine(kSlot, 0);
   std::vector<char> all(n * kSlot, 0);
   std::string line = rankLine(comm.rank(), comm.localRank()).substr(0, kSlot - 1);
-  std::memcpy(mine.data() + static_cast<size_t>(comm.rank()) * kSlot, line.data(), line.size());
-  runner.wait(comm.allreduce(mine.data(), all.data(), all.size(), DataType::u8, ReduceOp::sum));
+  std::memcpy(mine.data(), line.data(), line.size());
+  runner.wait(comm.allgather(mine.data(), all.data(), kSlot, DataType::u8));
   std::vector<std::string> lines;
   for (size_t r = 0; r < n; ++r) {
     const char* slot = all.data() + r * kSlot;

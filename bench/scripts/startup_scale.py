@@ -15,7 +15,9 @@ COLL_DEBUG=INFO with the wall clock, src/comm/startup_report.h) and coll-sim's e
 it for the same layout and cores (--sim; tools/sim/startup_model.h), with their ratio,
 the peak private memory of a rank (RssAnon, sampled from /proc every 20 ms; the largest rank
 and the mean), and the host's shared memory the job added at its peak (Shmem in
-/proc/meminfo, which counts /dev/shm and every other tmpfs page), divided by N.
+/proc/meminfo, which counts /dev/shm and every other tmpfs page), divided by N, and the most
+sockets a rank held (every 10th sample; the mean over ranks: store clients, listeners and
+connections to peers).
 
   startup_scale.py [--ranks 8,32,64,128,256] [--peers openmpi] [--build build] [--timeout 600]
                    [--hosts H] [--no-sim]
@@ -73,6 +75,20 @@ def rss_anon_kib(pid, program):
     return None
 
 
+def open_sockets(pid):
+    """How many sockets pid holds (store clients, connections to peers, listeners)."""
+    n = 0
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+            except OSError:
+                pass
+    except OSError:
+        return None
+    return n
+
+
 READY_AT = re.compile(r"rank (\d+) of \d+ ready in [^\n]*?; at ([0-9]+\.[0-9]+)")
 
 
@@ -98,13 +114,15 @@ def simulated(build, n, hosts):
 
 
 def run_job(command, program, timeout, env=None):
-    """Runs COMMAND; returns (seconds, exit code, {pid: peak RssAnon KiB}, peak Shmem added KiB, log, launch time)."""
+    """Runs COMMAND; returns (seconds, exit code, {pid: peak RssAnon KiB}, peak Shmem added KiB, log, launch time,
+    {pid: most sockets held}); sockets are counted every 10th sample (a readlink per descriptor)."""
     shmem0 = meminfo_kib("Shmem")
     start = time.monotonic()
     launched = time.time()
     job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                            env=env)
     peaks, shmem_peak, rc = {}, 0, None
+    sockets, sample = {}, 0
     log = []
     os.set_blocking(job.stdout.fileno(), False)
     while rc is None:
@@ -112,6 +130,10 @@ def run_job(command, program, timeout, env=None):
             kib = rss_anon_kib(pid, program)
             if kib is not None:
                 peaks[pid] = max(peaks.get(pid, 0), kib)
+                held = open_sockets(pid) if sample % 10 == 0 else None
+                if held is not None:
+                    sockets[pid] = max(sockets.get(pid, 0), held)
+        sample += 1
         shmem_peak = max(shmem_peak, meminfo_kib("Shmem") - shmem0)
         chunk = job.stdout.read()
         if chunk:
@@ -119,14 +141,14 @@ def run_job(command, program, timeout, env=None):
         if time.monotonic() - start > timeout:
             os.killpg(job.pid, signal.SIGKILL)
             job.wait()
-            return timeout, "timeout", peaks, shmem_peak, b"".join(log), launched
+            return timeout, "timeout", peaks, shmem_peak, b"".join(log), launched, sockets
         time.sleep(0.02)
         rc = job.poll()
     seconds = time.monotonic() - start
     rest = job.stdout.read()
     if rest:
         log.append(rest)
-    return seconds, rc, peaks, shmem_peak, b"".join(log), launched
+    return seconds, rc, peaks, shmem_peak, b"".join(log), launched, sockets
 
 
 PREFIX, SUBNET = "nss", "10.214.41"
@@ -193,18 +215,19 @@ def measure(args, agent):
     where = f"{args.hosts} simulated hosts (netcluster, mpirun)" if args.hosts > 1 else "one host"
     print(f"# start-up and memory, {where}, {os.cpu_count()} CPUs; one 8 B all-reduce per job")
     print(f"# {'ranks':>5} {'library':>8} {'wall s':>8} {'exit':>7} {'private MiB/rank':>17} {'(max)':>8} "
-          f"{'shared MiB/rank':>16} {'host shm MiB':>13} {'ready s':>8} {'sim ready s':>12} {'sim/meas':>9} "
+          f"{'shared MiB/rank':>16} {'host shm MiB':>13} {'sockets/rank':>13} {'ready s':>8} {'sim ready s':>12} {'sim/meas':>9} "
           f"{'sim private':>12} {'sim rank 0':>11} {'sim shared':>11}")
     for n in [int(x) for x in args.ranks.split(",")]:
         for tool in tools:
             command, program = commands(tool, n, args.build, args.hosts, agent)
             env = dict(os.environ, COLL_DEBUG="INFO", COLL_DEBUG_SUBSYS="INIT") if tool == "coll" else None
-            seconds, rc, peaks, shmem, log, launched = run_job(command, program, args.timeout, env)
+            seconds, rc, peaks, shmem, log, launched, sockets = run_job(command, program, args.timeout, env)
             ok = rc == 0 and (tool != "coll" or b"Out of bounds values : 0 OK" in log)
             values = list(peaks.values()) or [0]
             mean = sum(values) / len(values)
             row = f"  {n:>5} {tool:>8} {seconds:>8.2f} {str(rc) if ok or rc != 0 else 'wrong':>7} {mib(mean):>17} " \
-                  f"{mib(max(values)):>8} {mib(shmem / n):>16} {mib(shmem):>13}"
+                  f"{mib(max(values)):>8} {mib(shmem / n):>16} {mib(shmem):>13} " \
+                  f"{sum(sockets.values()) / max(len(sockets), 1):>13.1f}"
             if tool == "coll":
                 ready = ready_seconds(log, launched, n)
                 row += f" {ready:>8.2f}" if ready is not None else f" {'-':>8}"

@@ -26,6 +26,10 @@ struct Config {
   // the buffer instead of in and out again. transport/socket/connection_relay.h has the
   // measurement.
   bool socket_relay = true;                    // COLL_SOCKET_RELAY=0 turns it off
+  // Sockets connect when a peer is first sent to, by either side, instead of in pairs at
+  // start (transport/socket/on_demand.h). Not an environment variable: the point-to-point
+  // engine's transports set it (comm/p2p_config.h).
+  bool socket_on_demand = false;
   size_t slice_bytes = 512 << 10;              // COLL_SLICE_BYTES: pipelining unit of algorithms
   // COLL_SLICE_BYTES unset: ops between hosts take larger slices as they grow
   // (algorithms/slice_size.h); set, every op uses it as it is.

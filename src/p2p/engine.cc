@@ -111,6 +111,7 @@ void Engine::Impl::run() {
     waitForNews(&completions_);
     for (const transport::Completion& c : completions_) onCompletion(c);
     completions_.clear();
+    adoptConnections();
     checkDeadlines();
     noteOldest();
   }
@@ -118,13 +119,14 @@ void Engine::Impl::run() {
   failAll(Error(ErrorCode::PeerLost, "the communicator was destroyed while the op was outstanding"), false);
 }
 
-// Every pair connects once, both sides in the order of the pair's lower rank then higher
-// rank, so no rank waits on one that waits on another (every rank runs this at start).
-// A failure here is reported only to the ops that are posted: a job that never uses
-// point-to-point must not fail because a peer left before its engine was connected.
+// Every pair whose transport does not connect on demand connects once, both sides in the order
+// of the pair's lower rank then higher rank, so no rank waits on one that waits on another
+// (every rank runs this at start). A failure here is reported only to the ops that are
+// posted: a job that never uses point-to-point must not fail because a peer left before its
+// engine was connected. Sockets connect on demand: when a send first needs one (park()).
 bool Engine::Impl::connectAll() {
   for (int peer = 0; peer < opt_.size; ++peer) {
-    if (!for_peer_[peer]) continue;
+    if (!for_peer_[peer] || for_peer_[peer]->connectsOnDemand()) continue;
     Status st;
     for (;;) {
       link_->beat();
@@ -150,6 +152,51 @@ bool Engine::Impl::connectAll() {
     postEnvelopeRecv(peer);
   }
   return true;
+}
+
+void Engine::Impl::park(uint64_t id, Op& op) {
+  const int peer = op.msg.peer;
+  Channel& ch = channels_[peer];
+  if (!for_peer_[peer]) {  // validated before posting; never dereference a missing transport
+    complete(id, Error(ErrorCode::InvalidArgument, op.msg.what + ": no transport reaches peer " + std::to_string(peer)));
+    return;
+  }
+  op.parked = true;
+  ch.parked.push_back(id);
+  connectFor(peer, op.deadline);
+}
+
+void Engine::Impl::connectFor(int peer, transport::Deadline deadline) {
+  Channel& ch = channels_[peer];
+  if (ch.conn || ch.connecting || ch.lost || !for_peer_[peer] || !for_peer_[peer]->connectsOnDemand()) return;
+  ch.connecting = true;
+  for_peer_[peer]->connectOnDemand(peer, deadline);
+}
+
+// Connections made on demand, by this rank's sends or by a peer's: the envelope receive goes
+// up at once (the peer may already be sending), then the sends that waited start in order.
+void Engine::Impl::adoptConnections() {
+  std::vector<transport::Transport::OnDemandConnection> made;
+  for (transport::Transport* t : active_)
+    if (t->connectsOnDemand()) t->takeConnected(&made);
+  for (const auto& m : made) {
+    Channel& ch = channels_[m.peer];
+    ch.connecting = false;
+    if (!m.status) {
+      failPeer(m.peer, Error(m.status.code(), format("point-to-point: connecting to peer %d: %s", m.peer,
+                                                     m.status.message().c_str())));
+      continue;
+    }
+    ch.conn = m.conn;
+    postEnvelopeRecv(m.peer);
+    std::vector<uint64_t> parked;
+    parked.swap(ch.parked);
+    for (uint64_t id : parked)
+      if (auto it = ops_.find(id); it != ops_.end() && it->second.parked) {
+        it->second.parked = false;
+        startSend(id, it->second);
+      }
+  }
 }
 
 // Starts what was posted; false once the engine is stopping.
@@ -227,6 +274,7 @@ void Engine::Impl::checkDeadlines() {
     if (!collected) {  // what has arrived counts first: this thread may have been held (a callback)
       collected = true;
       collectArrived();
+      adoptConnections();
       continue;
     }
     Op& late = ops_.begin()->second;
@@ -275,7 +323,11 @@ bool Engine::Impl::failLateWithItsPeer(uint64_t id, Op& op) {
 
 void Engine::Impl::failLateAlone(uint64_t id, Op& op) {
   std::string why;
-  if (op.msg.send) {
+  if (op.parked) {
+    std::vector<uint64_t>& parked = channels_[op.msg.peer].parked;
+    parked.erase(std::remove(parked.begin(), parked.end(), id), parked.end());
+    why = format("no connection to peer %d could be made (it did not answer: stopped, or too busy)", op.msg.peer);
+  } else if (op.msg.send) {
     withdrawn_sends_[id] = op.msg.peer;
     why = format("peer %d has not matched it (no receive for it was posted there, or the peer is stopped); it is "
                  "withdrawn, and a receive there that matches it later fails", op.msg.peer);
@@ -296,6 +348,7 @@ void Engine::Impl::failPeer(int peer, const Error& error) {
   Channel& ch = channels_[peer];
   if (ch.lost) return;
   ch.lost = error;
+  ch.parked.clear();  // they fail below with the others
   for (auto& [id, in] : inbound_)
     if (in.source == peer && (in.envelope.kind == EnvelopeKind::rts || !in.payload_done)) in.lost = true;
   std::vector<uint64_t> doomed;

@@ -5,10 +5,13 @@
 //
 // The engine owns a transport set of its own (made by the communicator with the others, so
 // collectives and point-to-point never share a connection's ordering) and one thread, which
-// connects to every peer at start (in one global order, so no two ranks wait on each other)
-// and then drives the envelope protocol (p2p_wire.h): an envelope receive is always posted on
-// every connection, so whatever a peer sends is read; small messages go eager, large ones
-// after the receiver has matched a buffer (RTS, CTS, DATA), straight into that buffer.
+// connects where the transport needs both sides at start (shared memory, UCX, verbs: in one
+// global order, so no two ranks wait on each other), and over sockets when a peer is first
+// sent to or received from (made on demand by either side: a peer nobody exchanges messages
+// with costs no socket and no store read), and drives the envelope protocol (p2p_wire.h): an
+// envelope receive is always posted on every connection, so whatever a peer sends is read;
+// small messages go eager, large ones after the receiver has matched a buffer (RTS, CTS,
+// DATA), straight into that buffer.
 // Eager data a receiver holds before its receives are posted is bounded: a sender may have at
 // most eager_budget bytes of eager messages to one peer that the peer has not yet handed to a
 // receive; the receiver returns credit (CREDIT) as it hands them over, and a message past the
@@ -47,7 +50,7 @@ struct EngineOptions {
   // Eager bytes in flight to one peer (sent, not yet handed to a receive there) at most; a
   // message past it goes by rendezvous (COLL_P2P_EAGER_BUDGET; 0: every message does).
   uint64_t eager_budget = 4 << 20;
-  transport::Deadline connect_deadline;         // for connecting to every peer
+  transport::Deadline connect_deadline;         // for connecting at start (transports not on demand)
   std::function<void(const Error&)> on_failure;  // called once, from the engine's thread
 };
 

@@ -41,6 +41,7 @@ class Engine::Impl {
     EnvelopeBuffer envelope{};   // sends: EAGER or RTS (stable: ops_ is a map)
     EnvelopeBuffer data_envelope{};  // sends: DATA, after the receiver's CTS
     bool matched = false;        // receives: bound to a message
+    bool parked = false;         // sends: waiting for the connection to its peer (made on demand)
     // How many of its pieces the transport holds (op-owned envelopes, its data). A late op
     // with none can fail alone; one with some fails everything (the transport may still
     // touch its buffers).
@@ -64,6 +65,10 @@ class Engine::Impl {
     std::optional<Error> lost;             // the peer left or its connection failed
     uint64_t eager_out = 0;   // eager bytes sent to the peer that it has not credited back
     uint64_t eager_taken = 0;  // eager bytes from the peer handed to receives, not yet credited
+    // A transport that connects on demand: the connection is being made, and the sends that
+    // wait for it, in posting order (they start in that order once it is made).
+    bool connecting = false;
+    std::vector<uint64_t> parked;
   };
   enum CookieKind : uint64_t {
     kEnvelopeIn = 1,      // id: peer
@@ -79,6 +84,10 @@ class Engine::Impl {
   // Thread and waiting (p2p_engine.cc).
   void run();
   bool connectAll();
+  // Sends to a peer not yet connected wait for the connection, which either side may start.
+  void park(uint64_t id, Op& op);
+  void connectFor(int peer, transport::Deadline deadline);  // on demand, unless made or under way
+  void adoptConnections();
   bool takeInbox();
   void waitForNews(std::vector<transport::Completion>* out);
   bool blockOnAll(transport::Deadline until);

@@ -32,6 +32,7 @@ void Engine::Impl::start(Message message) {
 void Engine::Impl::startSend(uint64_t id, Op& op) {
   Channel& ch = channels_[op.msg.peer];
   if (ch.lost) return;  // start() fails it
+  if (!ch.conn || !ch.parked.empty()) return park(id, op);  // connecting on demand: behind those before it
   WireEnvelope e;
   e.tag = op.msg.tag;
   e.seq = op.seq = ch.next_seq[op.msg.tag]++;
@@ -52,6 +53,9 @@ void Engine::Impl::startSend(uint64_t id, Op& op) {
 }
 
 void Engine::Impl::startRecv(uint64_t id, Op& op) {
+  // The sender connects when it sends; connecting from this side too means a peer that left or
+  // aborted fails this receive at once, not at its deadline (a receive from anyone cannot).
+  if (op.msg.peer != kAnySource) connectFor(op.msg.peer, op.deadline);
   std::optional<Envelope> arrived = matcher_.post({id, op.msg.peer, op.msg.tag, op.msg.bytes});
   if (arrived) bind(arrived->token, id);
 }

@@ -158,6 +158,20 @@ class Transport {
   // order) before the deadline. The Transport owns the Connection.
   virtual Status connect(int peer, Deadline deadline, Connection** out) = 0;
 
+  // Connections made on demand (the point-to-point engine's sockets), where connectsOnDemand():
+  // connectOnDemand() starts connecting to `peer` without waiting (the peer need not ask: either
+  // side may start, and a peer that never does costs nothing), progress() carries it on, and
+  // takeConnected() hands over every connection made since its last call, whichever side
+  // started it, and the peers that could not be reached (status failed; conn null).
+  struct OnDemandConnection {
+    int peer = -1;
+    Connection* conn = nullptr;
+    Status status;
+  };
+  virtual bool connectsOnDemand() const { return false; }
+  virtual void connectOnDemand(int /*peer*/, Deadline /*deadline*/) {}
+  virtual void takeConnected(std::vector<OnDemandConnection>* /*out*/) {}
+
   // Drives I/O. Appends finished requests to *out, waiting until `until` for at least one
   // (until <= now: poll only). Returns a failed Status only if the transport as a whole is
   // unusable (e.g. aborted); per-request failures arrive as Completions.

@@ -7,7 +7,7 @@
 //
 // Each rank makes the transport under test as the communicator does for its engine
 // (comm/p2p_config.h's settings, a store client of the engine's own) and hands it to an
-// Engine, which connects to every peer on its thread; the body posts Messages and waits on
+// Engine, which connects on its thread (every peer at start, sockets on first use); the body posts Messages and waits on
 // their WorkStates with the case's deadline.
 //
 // Not covered, because the engine does not offer it: a send to oneself (the engine has no

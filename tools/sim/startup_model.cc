@@ -146,11 +146,8 @@ Status estimateStartup(const ClusterModel& m, const StartupCosts& c, StartupEsti
   out->ready_s += out->launch_s;
   // Keys the store holds: every set (about half of a rank's requests) and every add's counter.
   out->store_keys = out->requests / 2;
-  // Store clients, the ring neighbours' sockets (between hosts), and the engine's to every remote peer.
-  out->sockets_per_rank = kStoreConnectionsPerRank + (job.hosts() > 1 ? 2 + (n - fullest) : 0);
-  for (int h = 0; h < job.hosts(); ++h)  // each rank of host h dials every rank of the hosts before it
-    out->background_requests += static_cast<int64_t>(job.ranks_per_host[h]) * job.firstRankOf(h);
-  out->background_store_s = out->background_requests * c.store_request_s;
+  // Store clients and the ring neighbours' sockets (between hosts); point-to-point connects on first use.
+  out->sockets_per_rank = kStoreConnectionsPerRank + (job.hosts() > 1 ? 2 : 0);
   estimateMemory(job, c, out);
   return firstAllreduce(m, out);
 }
@@ -172,10 +169,8 @@ std::string describeStartup(const ClusterModel& m, const StartupEstimate& e) {
                  static_cast<long long>(e.store_keys), e.store_bytes_in / 1048576);
   text += format("# memory per rank: private %.2f MiB (rank 0, with the store: %.2f MiB), shared %.2f MiB\n",
                  e.private_bytes / 1048576, e.private_rank0_bytes / 1048576, e.shared_bytes / 1048576);
-  text += format("# sockets per rank: %lld (the point-to-point engine connects to every peer on another host)\n",
-                 static_cast<long long>(e.sockets_per_rank));
-  text += format("# after start-up, in the background: those dials read %lld peer addresses from the store, %.1f s of "
-                 "its thread\n", static_cast<long long>(e.background_requests), e.background_store_s);
+  text += format("# sockets per rank: %lld (store clients, ring neighbours; point-to-point adds one per remote peer it "
+                 "exchanges messages with, on first use)\n", static_cast<long long>(e.sockets_per_rank));
   return text;
 }
 

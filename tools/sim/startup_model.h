@@ -67,13 +67,10 @@ struct StartupEstimate {
   double store_bytes_in = 0;      // what the store's replies carry in all
   double private_bytes = 0, private_rank0_bytes = 0, shared_bytes = 0;  // per rank
   double oversubscription = 1;    // ranks over cores on the fullest host
-  // Sockets a rank holds once the point-to-point engine has connected in the background (it
-  // dials or accepts every peer on another host: O(ranks), the part of start-up not yet lazy).
+  // Sockets a rank holds after start-up: its store clients and, between hosts, the ring
+  // neighbours'. The point-to-point engine adds one (and one store read, the peer's address)
+  // per remote peer it exchanges messages with, when it first does (transport/socket/on_demand.h).
   int64_t sockets_per_rank = 0;
-  // ...and the store requests those dials make after start-up (each dialer reads the address
-  // of every lower-ranked peer on another host): O(ranks²), and the store's time for them.
-  int64_t background_requests = 0;
-  double background_store_s = 0;
 };
 
 Status estimateStartup(const ClusterModel& m, const StartupCosts& costs, StartupEstimate* out);

@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "bootstrap/auth.h"
 #include "base/log.h"
 
 namespace coll::transport::socket {
@@ -18,20 +17,50 @@ uint64_t replyMac(const std::string& secret, const std::string& context, const b
 
 }  // namespace
 
+std::string makeGreeting(const bootstrap::Nonce& nonce) {
+  std::string hello(kGreetingBytes, '\0');
+  std::memcpy(hello.data(), &kHelloMagic, 4);
+  std::memcpy(hello.data() + 4, nonce.data(), nonce.size());
+  return hello;
+}
+
+Status readGreeting(const char* bytes, const std::string& where, int peer, bootstrap::Nonce* nonce) {
+  uint32_t magic;
+  std::memcpy(&magic, bytes, 4);
+  if (magic != kHelloMagic) return transportError(format("%s is not a coll rank (bad greeting)", where.c_str()), peer);
+  std::memcpy(nonce->data(), bytes + 4, nonce->size());
+  return Status::ok();
+}
+
+HandshakeReply makeReply(const std::string& secret, const std::string& context, const bootstrap::Nonce& nonce,
+                         int rank, int peer, int stream, int nstreams) {
+  HandshakeReply r{0, rank, peer, stream, nstreams};
+  r.mac = replyMac(secret, context, nonce, r);
+  return r;
+}
+
+Status checkReply(const HandshakeReply& r, const std::string& secret, const std::string& context,
+                  const bootstrap::Nonce& nonce, int rank, int size, int nstreams, StreamIdentity* who) {
+  if (r.mac != replyMac(secret, context, nonce, r)) return transportError("wrong job secret");
+  if (r.peer != rank || r.rank < 0 || r.rank >= size || r.rank == rank)
+    return transportError(format("handshake names rank %d -> %d, but this is rank %d of %d", r.rank, r.peer, rank, size));
+  if (r.nstreams != nstreams || r.stream < 0 || r.stream >= nstreams)
+    return transportError(format("rank %d uses COLL_SOCKET_NSTREAMS=%d, this rank %d", r.rank, r.nstreams, nstreams));
+  who->rank = r.rank;
+  who->stream = r.stream;
+  return Status::ok();
+}
+
 Status dialStream(const std::string& host, int port, const std::string& secret, const std::string& context,
                   int rank, int peer, int stream, int nstreams, Deadline connect_deadline,
                   Deadline deadline, UniqueFd* out) {
   UniqueFd fd;
   COLL_RETURN_IF_ERROR(connectTcp(host, port, connect_deadline, &fd));
-  char hello[4 + sizeof(bootstrap::Nonce)];
+  char hello[kGreetingBytes];
   COLL_RETURN_IF_ERROR(readAll(fd.get(), hello, sizeof hello, deadline, "data handshake"));
-  uint32_t magic;
-  std::memcpy(&magic, hello, 4);
-  if (magic != kHelloMagic) return transportError(format("%s:%d is not a coll rank (bad greeting)", host.c_str(), port), peer);
   bootstrap::Nonce nonce;
-  std::memcpy(nonce.data(), hello + 4, nonce.size());
-  HandshakeReply r{0, rank, peer, stream, nstreams};
-  r.mac = replyMac(secret, context, nonce, r);
+  COLL_RETURN_IF_ERROR(readGreeting(hello, format("%s:%d", host.c_str(), port), peer, &nonce));
+  HandshakeReply r = makeReply(secret, context, nonce, rank, peer, stream, nstreams);
   COLL_RETURN_IF_ERROR(writeAll(fd.get(), &r, sizeof r, deadline, "data handshake"));
   uint32_t ack = 0;
   Status st = readAll(fd.get(), &ack, sizeof ack, deadline, "data handshake");
@@ -45,21 +74,12 @@ Status dialStream(const std::string& host, int port, const std::string& secret, 
 Status acceptStream(int fd, const std::string& secret, const std::string& context, int rank, int size,
                     int nstreams, Deadline deadline, StreamIdentity* who) {
   bootstrap::Nonce nonce = bootstrap::randomNonce();
-  char hello[4 + sizeof nonce];
-  std::memcpy(hello, &kHelloMagic, 4);
-  std::memcpy(hello + 4, nonce.data(), nonce.size());
-  COLL_RETURN_IF_ERROR(writeAll(fd, hello, sizeof hello, deadline, "data handshake"));
+  std::string hello = makeGreeting(nonce);
+  COLL_RETURN_IF_ERROR(writeAll(fd, hello.data(), hello.size(), deadline, "data handshake"));
   HandshakeReply r{};
   COLL_RETURN_IF_ERROR(readAll(fd, &r, sizeof r, deadline, "data handshake"));
-  if (r.mac != replyMac(secret, context, nonce, r)) return transportError("wrong job secret");
-  if (r.peer != rank || r.rank < 0 || r.rank >= size || r.rank == rank)
-    return transportError(format("handshake names rank %d -> %d, but this is rank %d of %d", r.rank, r.peer, rank, size));
-  if (r.nstreams != nstreams || r.stream < 0 || r.stream >= nstreams)
-    return transportError(format("rank %d uses COLL_SOCKET_NSTREAMS=%d, this rank %d", r.rank, r.nstreams, nstreams));
-  COLL_RETURN_IF_ERROR(writeAll(fd, &kHelloMagic, 4, deadline, "data handshake"));
-  who->rank = r.rank;
-  who->stream = r.stream;
-  return Status::ok();
+  COLL_RETURN_IF_ERROR(checkReply(r, secret, context, nonce, rank, size, nstreams, who));
+  return writeAll(fd, &kHelloMagic, 4, deadline, "data handshake");
 }
 
 }  // namespace coll::transport::socket

@@ -18,11 +18,15 @@
 #include "transport/socket/connection.h"
 #include "transport/socket/handshake.h"
 #include "transport/socket/interface.h"
+#include "transport/socket/on_demand.h"
 
 namespace coll::transport::socket {
 namespace {
 
 constexpr auto kHandshakeLimit = std::chrono::seconds(5);  // per accepted stream; bounds a silent intruder
+// How often progress() looks at the listener for dials on demand while nothing is being set up
+// (an accept4 a call would tax the engine's spin; its poll wakes on the listener anyway).
+constexpr auto kListenerCheck = std::chrono::microseconds(200);
 
 void setBuffers(int fd, int bytes) {
   if (bytes <= 0) return;  // 0: leave the kernel's autotuning alone
@@ -49,7 +53,19 @@ class SocketTransport : public Transport {
       COLL_INFO("NET", "the kernel caps socket buffers at %s (net.core.rmem_max/wmem_max), below COLL_SOCKET_BUFFER "
                 "%s: long links may run below their rate", formatBytes(cap).c_str(),
                 formatBytes(static_cast<size_t>(config_.socket_buffer_bytes)).c_str());
+    if (config_.socket_on_demand) startOnDemand();
     return dir_.store->set(key(dir_.rank), addr, Clock::now() + config_.timeout);
+  }
+
+  bool connectsOnDemand() const override { return on_demand_ != nullptr; }
+
+  void connectOnDemand(int peer, Deadline deadline) override {
+    if (on_demand_ && !connections_.count(peer)) on_demand_->want(peer, deadline);
+  }
+
+  void takeConnected(std::vector<OnDemandConnection>* out) override {
+    out->insert(out->end(), made_.begin(), made_.end());
+    made_.clear();
   }
 
   Status connect(int peer, Deadline deadline, Connection** out) override {
@@ -69,6 +85,7 @@ class SocketTransport : public Transport {
   }
 
   Status progress(std::vector<Completion>* out, Deadline until) override {
+    if (on_demand_ && !abort_.raised()) advanceOnDemand();
     if (completions_.empty() && until > Clock::now()) io_.run_one_until(until);
     io_.poll();
     if (abort_.raised()) failAll();
@@ -80,10 +97,11 @@ class SocketTransport : public Transport {
 
   bool pollFds(std::vector<pollfd>* fds) override {
     for (auto& [peer, conn] : connections_) conn->addPollFds(fds);
+    if (on_demand_) on_demand_->addPollFds(fds);
     return true;
   }
 
-  bool armForPoll() override { return completions_.empty() && !abort_.raised(); }
+  bool armForPoll() override { return completions_.empty() && made_.empty() && !abort_.raised(); }
 
   void abort(const std::string& reason) override {
     abort_.raise(reason);
@@ -94,6 +112,7 @@ class SocketTransport : public Transport {
   std::string key(int rank) const { return dir_.key_prefix + "socket/" + std::to_string(rank); }
 
   void failAll() {
+    if (on_demand_) on_demand_->clear();
     Status st = peerLostError(abort_.reason());
     for (auto& [peer, conn] : connections_) conn->fail(st);
   }
@@ -174,6 +193,35 @@ class SocketTransport : public Transport {
     pending_[who.rank][who.stream] = std::move(fd);
   }
 
+  void startOnDemand() {
+    OnDemandConnector::Identity me{dir_.rank, dir_.size, config_.socket_nstreams, dir_.secret, dir_.key_prefix,
+                                   config_.socket_buffer_bytes};
+    on_demand_ = std::make_unique<OnDemandConnector>(
+        me, listener_.get(), [this](int peer, Deadline deadline, std::string* address) {
+          return dir_.store->get(key(peer), address, deadline);
+        });
+  }
+
+  // Turns the streams of every peer whose set-up finished into its connection.
+  void advanceOnDemand() {
+    const auto now = Clock::now();
+    if (!on_demand_->busy() && now < next_listener_check_) return;
+    next_listener_check_ = now + kListenerCheck;
+    std::vector<OnDemandConnector::Made> made;
+    on_demand_->advance(&made);
+    for (OnDemandConnector::Made& m : made) {
+      if (!m.status) {
+        made_.push_back({m.peer, nullptr, m.status});
+        continue;
+      }
+      auto conn = std::make_unique<SocketConnection>(io_, m.peer, m.remote, std::move(m.fds), &completions_,
+                                                     config_.socket_wake_bytes, config_.socket_relay);
+      COLL_INFO("NET", "connected on demand to %s", conn->describe().c_str());
+      made_.push_back({m.peer, conn.get(), Status::ok()});
+      connections_[m.peer] = std::move(conn);
+    }
+  }
+
   Config config_;
   PeerDirectory dir_;
   asio::io_context io_{1};
@@ -183,6 +231,9 @@ class SocketTransport : public Transport {
   std::map<int, std::map<int, UniqueFd>> pending_;  // peer -> stream -> authenticated socket
   std::map<int, std::unique_ptr<SocketConnection>> connections_;
   std::vector<Completion> completions_;
+  std::unique_ptr<OnDemandConnector> on_demand_;  // config_.socket_on_demand
+  Clock::time_point next_listener_check_{};
+  std::vector<OnDemandConnection> made_;  // for takeConnected()
   AbortSignal abort_;
 };
 

@@ -6,6 +6,9 @@
 namespace coll::transport::socket {
 
 inline constexpr uint32_t kHelloMagic = 0x31484443;  // "CDH1": acceptor's greeting + nonce, and its ack
+// An on-demand acceptor's answer instead of the ack: it is dialing the dialer itself and its
+// own connection wins (the higher rank's); the dialer waits for it (on_demand.h).
+inline constexpr uint32_t kBusyMagic = 0x42484443;   // "CDHB"
 inline constexpr uint32_t kDataMagic = 0x314d4443;   // "CDM1": every data message
 inline constexpr const char* kMacContext = "coll-data-v1";
 
