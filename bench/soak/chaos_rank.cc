@@ -7,16 +7,25 @@
 // communicator: a recovery's every step but the fault), so that a leak per recovery shows.
 // Then it prints one summary line.
 //
+// Growing back (the driver's --grow-back): the driver starts a replacement with `--join ID
+// --join-index K` (outside collrun, with the job's secret); it says so in joining.<K> and calls
+// Communicator::join. The members look for joining.<K> (K: the joiners admitted so far) each
+// time they agree on stopping, in the same allreduce, so they all call grow() at the same op;
+// then rank 0 of the grown communicator tells the joiner where the job stands (epoch, faults
+// handled, joiners admitted) and everyone runs on.
+//
 //   collrun -n 6 --kill-after 0 -- build/bin/coll_chaos --dir DIR [--seconds 600] [--seed 1]
 //                                                       [--recoveries 0]
+//   build/bin/coll_chaos --dir DIR --seconds S --seed 1 --join ID --join-index K
 //
-// The driver's files in DIR: faults (one line per fault, written before the signal: "<index>
-// <original rank> <kill|stop> <CLOCK_MONOTONIC ns>"). This rank's: pid.<original rank> (its
-// pid, at start), epoch.<e>.<original rank> (it runs on the communicator of epoch e, made
-// after fault e; the driver injects the next fault only once every survivor is there),
-// members.<e>.<original rank> (the original ranks of that communicator, as this rank sees it)
-// and report.<fault>.<original rank> ("<code> <seconds to the error> named|unnamed <seconds to
-// the new communicator> <ranks it found failed>").
+// Each process has an id: its rank at start, or the ID it joined with. The driver's files in
+// DIR: faults (one line per fault, written before the signal: "<index> <id> <kill|stop>
+// <CLOCK_MONOTONIC ns>"). This process's: store (rank 0's COLL_STORE_ADDR, for joiners),
+// pid.<id>, epoch.<e>.<id> (it runs on the communicator of epoch e: a new one after every fault
+// and every grow; the driver acts only once every member is there), members.<e>.<id> (the ids
+// of that communicator in rank order, as this process sees it) and report.<fault>.<id>
+// ("<code> <seconds to the error> named|unnamed <seconds to the new communicator> <ids it
+// found failed>").
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,6 +61,8 @@ struct Options {
   double seconds = 600;
   uint64_t seed = 1;
   int recoveries = 0;
+  int join_id = -1;     // joins a running job with this id (--join)
+  int join_index = -1;  // the how-manieth joiner it is (--join-index), for its joining.<K> file
 };
 
 struct Fault {
@@ -122,15 +133,22 @@ class ChaosRank {
 
   int run() {
     start_ = sampleProcessResources();  // before any communicator: what must be left at the end
-    comm_ = Communicator::fromEnvironment();
-    original_ = comm_->rank();
+    if (o_.join_id >= 0) {
+      joinRunningJob();
+    } else {
+      comm_ = Communicator::fromEnvironment();
+      original_ = comm_->rank();
+      for (int r = 0; r < comm_->size(); ++r) original_of_.push_back(r);
+      if (original_ == 0) writeFile(o_.dir + "/store", std::getenv("COLL_STORE_ADDR") ? std::getenv("COLL_STORE_ADDR") : "");
+    }
     if (comm_->size() > kMaxRanks) throw Error(ErrorCode::InvalidArgument, "coll_chaos runs at most 16 ranks");
-    for (int r = 0; r < comm_->size(); ++r) original_of_.push_back(r);
     writeFile(o_.dir + "/pid." + std::to_string(original_), std::to_string(::getpid()));
     const auto end = std::chrono::steady_clock::now() +
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(o_.seconds));
     markEpoch();
-    runOps(kWarmupOps, end);
+    // A joiner runs on with the members' op stream at once (a warm-up of its own would put it
+    // out of step with them).
+    if (o_.join_id < 0) runOps(kWarmupOps, end);
     before_ = sampleProcessResources();
     while (!done_ && comm_ && comm_->size() >= 2) runOps(UINT64_MAX, end);
     if (done_) recoverWithoutFaults();
@@ -147,9 +165,13 @@ class ChaosRank {
     MixedOpStream stream(o_.seed + 1000 * epoch_, kMaxCount, comm_->size());
     for (uint64_t i = 0; i < count; ++i) {
       try {
-        if (i % kStopCheckEvery == 0 && timeIsUpEverywhere(end)) {
-          done_ = true;
-          return;
+        if (i % kStopCheckEvery == 0) {
+          const Agreed agreed = agreeOnStoppingAndGrowing(end);
+          if (agreed.stop) {
+            done_ = true;
+            return;
+          }
+          if (agreed.grow) return growBack();
         }
         std::string wrong = runAndCheck(*comm_, stream.next(), buffers_);
         ++t_.ops;
@@ -161,10 +183,53 @@ class ChaosRank {
     }
   }
 
-  bool timeIsUpEverywhere(std::chrono::steady_clock::time_point end) {
-    int32_t up = std::chrono::steady_clock::now() >= end ? 1 : 0;
-    comm_->allreduce(&up, &up, 1, DataType::i32, ReduceOp::max).wait();
-    return up == 1;
+  struct Agreed {
+    bool stop = false;  // some rank's time is up
+    bool grow = false;  // some rank saw the next joiner ask to come in
+  };
+  Agreed agreeOnStoppingAndGrowing(std::chrono::steady_clock::time_point end) {
+    int32_t flags[2] = {std::chrono::steady_clock::now() >= end ? 1 : 0,
+                        ::access((o_.dir + "/joining." + std::to_string(joined_)).c_str(), F_OK) == 0 ? 1 : 0};
+    comm_->allreduce(flags, flags, 2, DataType::i32, ReduceOp::max).wait();
+    return {flags[0] == 1, flags[1] == 1};
+  }
+
+  // The members admit whoever waits (a grow with nobody in the lobby yet, the joiner having
+  // said so a moment before asking, leaves the members as they were: they look again later).
+  void growBack() {
+    std::unique_ptr<Communicator> next = comm_->grow();
+    const int admitted = next->size() - comm_->size();
+    comm_ = std::move(next);
+    if (admitted == 0) return;
+    int64_t state[3] = {epoch_ + 1, static_cast<int64_t>(handled_), joined_ + admitted};
+    comm_->broadcast(state, state, 3, DataType::i64, 0).wait();
+    enterGrown(state);
+    std::printf("chaos: rank %d: grew back to %d ranks (%s)\n", original_, comm_->size(), joined(original_of_).c_str());
+  }
+
+  // The joiner's side: admitted by the members' grow(), then told where the job stands.
+  void joinRunningJob() {
+    original_ = o_.join_id;
+    std::string address;
+    std::ifstream(o_.dir + "/store") >> address;
+    CommOptions options;
+    options.store_address = address;
+    options.name = "world";  // the job's first communicator's, which every later one descends from
+    writeFile(o_.dir + "/joining." + std::to_string(o_.join_index), std::to_string(o_.join_id));
+    comm_ = Communicator::join(options);
+    int64_t state[3] = {0, 0, 0};
+    comm_->broadcast(state, state, 3, DataType::i64, 0).wait();
+    enterGrown(state);
+  }
+
+  // Every process of a grown communicator, members and joiners alike.
+  void enterGrown(const int64_t state[3]) {
+    epoch_ = static_cast<int>(state[0]);
+    handled_ = static_cast<size_t>(state[1]);
+    joined_ = static_cast<int>(state[2]);
+    original_of_ = originalRanksOf(*comm_);
+    writeFile(o_.dir + "/members." + std::to_string(epoch_) + "." + std::to_string(original_), joined(original_of_));
+    markEpoch();
   }
 
   // An op failed: the survivors find who failed and shrink without them (no one tells them);
@@ -302,6 +367,7 @@ class ChaosRank {
   int original_ = -1;
   std::vector<int> original_of_;  // by current rank
   int epoch_ = 0;
+  int joined_ = 0;  // joiners admitted so far (agreed): the next one says so in joining.<joined_>
   bool done_ = false;
   size_t handled_ = 0;  // faults of the driver's record already judged
   SoakBuffers buffers_{kMaxCount, kMaxRanks};
@@ -316,9 +382,11 @@ bool parseOptions(int argc, char** argv, Options* o) {
     else if (!std::strcmp(argv[i], "--seconds")) o->seconds = std::strtod(argv[i + 1], nullptr);
     else if (!std::strcmp(argv[i], "--seed")) o->seed = std::strtoull(argv[i + 1], nullptr, 10);
     else if (!std::strcmp(argv[i], "--recoveries")) o->recoveries = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--join")) o->join_id = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--join-index")) o->join_index = std::atoi(argv[i + 1]);
     else return false;
   }
-  return argc % 2 == 1 && !o->dir.empty() && o->seconds > 0;
+  return argc % 2 == 1 && !o->dir.empty() && o->seconds > 0 && (o->join_id < 0) == (o->join_index < 0);
 }
 
 }  // namespace
@@ -327,7 +395,7 @@ bool parseOptions(int argc, char** argv, Options* o) {
 int main(int argc, char** argv) {
   coll::soak::Options options;
   if (!coll::soak::parseOptions(argc, argv, &options)) {
-    std::fprintf(stderr, "usage: coll_chaos --dir DIR [--seconds S] [--seed N] [--recoveries K]\n");
+    std::fprintf(stderr, "usage: coll_chaos --dir DIR [--seconds S] [--seed N] [--recoveries K] [--join ID --join-index K]\n");
     return 2;
   }
   try {

@@ -2,9 +2,14 @@
 bucket, as coll's trainer and torch's DDP do, so that a model of many small layers costs a few
 collectives, not one per layer.
 
-Buckets are cut in the order the tensors are given, which is the same on every rank (a model's
-variables in their order), never in the order TensorFlow happens to compute them: every rank
-issues the same collectives in the same order, so none waits for a bucket another issues later.
+Buckets are cut from the end of the list the tensors are given in, which is the same on every
+rank (a model's variables in their order), never in the order TensorFlow happens to compute
+them: every rank issues the same collectives in the same order, so none waits for a bucket
+another issues later. From the end, as torch's DDP does, because the backward pass computes the
+last layers' gradients first: inside a `tf.function` each bucket's all-reduce depends only on
+its own gradients, so the first one starts while the earlier layers' gradients are still being
+computed (coll's ops are stateful, so TensorFlow runs them in program order: a bucket of the
+first layers issued first would hold back every other).
 A bucket holds tensors of one dtype, up to `bucket_bytes` (a tensor larger than that is a
 bucket of its own). `compression` ("fp16" or "bf16") casts floating-point buckets down for the
 wire and back after, halving the bytes sent (not exact: the sum is rounded to that precision).
@@ -18,9 +23,11 @@ COMPRESSIONS = {None: None, "none": None, "fp16": tf.float16, "bf16": tf.bfloat1
 
 
 def _buckets(tensors, bucket_bytes):
-    """Lists of indices into `tensors`: consecutive runs of one dtype, each up to bucket_bytes."""
+    """Lists of indices into `tensors`, from its end: consecutive runs of one dtype, each up to
+    bucket_bytes."""
     out, current, current_bytes, current_dtype = [], [], 0, None
-    for i, t in enumerate(tensors):
+    for i in reversed(range(len(tensors))):
+        t = tensors[i]
         nbytes = t.shape.num_elements() * t.dtype.size if t.shape.is_fully_defined() else bucket_bytes
         if current and (t.dtype != current_dtype or current_bytes + nbytes > bucket_bytes):
             out.append(current)
