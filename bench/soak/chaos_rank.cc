@@ -151,7 +151,12 @@ class ChaosRank {
     if (o_.join_id < 0) runOps(kWarmupOps, end);
     before_ = sampleProcessResources();
     while (!done_ && comm_ && comm_->size() >= 2) runOps(UINT64_MAX, end);
-    if (done_) recoverWithoutFaults();
+    // Nobody revokes (shrinks) before every rank has seen the decision to stop: a rank whose
+    // last allreduce a faster rank's first shrink revoked would take it for a fault.
+    if (done_) {
+      comm_->agree(1);
+      recoverWithoutFaults();
+    }
     comm_.reset();  // the last communicator too: what it held must come back
     after_ = sampleProcessResources();
     printSummary();
@@ -324,6 +329,7 @@ class ChaosRank {
         std::string wrong = runAndCheck(*comm_, stream.next(), buffers_);
         ++t_.ops;
         if (!wrong.empty() && t_.wrong++ == 0) t_.first_wrong = wrong;
+        touchEveryPeer();
         // Everyone's op done before anyone revokes it to shrink again.
         comm_->barrier().wait();
         // The same size every time: each holds what the first held.
@@ -341,6 +347,25 @@ class ChaosRank {
         comm_.reset();
       }
     }
+  }
+
+  // A message to and from every peer, point to point and by an all-to-all, so that every
+  // communicator of the same size holds the same connections (sockets connect on first use:
+  // how many a communicator has would otherwise depend on which ops its one checked op used).
+  void touchEveryPeer() {
+    const int n = comm_->size(), me = comm_->rank();
+    std::vector<int32_t> in(static_cast<size_t>(n)), out(static_cast<size_t>(n), me);
+    comm_->alltoall(out.data(), in.data(), 1, DataType::i32).wait();
+    std::vector<Work> works;
+    for (int q = 0; q < n; ++q) {
+      if (q == me) continue;
+      works.push_back(comm_->recv(&in[static_cast<size_t>(q)], 1, DataType::i32, q, 7));
+      works.push_back(comm_->send(&out[static_cast<size_t>(q)], 1, DataType::i32, q, 7));
+    }
+    for (Work& w : works) w.wait();
+    for (int q = 0; q < n; ++q)
+      if (q != me && in[static_cast<size_t>(q)] != q && t_.wrong++ == 0)
+        t_.first_wrong = "a message from rank " + std::to_string(q) + " carried " + std::to_string(in[static_cast<size_t>(q)]);
   }
 
   // coll's process-wide threads (the launcher watcher under collrun, the huge-page collapser
