@@ -14,6 +14,7 @@ Runs on torch 2.x with coll pip-installed (tests/install/pip_test.sh runs it).
 import datetime
 import importlib
 import os
+import struct
 import threading
 import time
 
@@ -45,11 +46,27 @@ def native_threads():
     return len(os.listdir("/proc/self/task"))
 
 
-def coll_segments():
+def coll_segments(owner=None):
+    """coll's segments in /dev/shm; with `owner`, only those whose header names that pid as
+    their owner (src/transport/shm/layout.h: owner_pid at byte 20), so that another job's
+    segment, briefly named while its ranks start (the pip tests run side by side), is not
+    taken for this one's."""
     try:
-        return sorted(n for n in os.listdir("/dev/shm") if "coll" in n)
+        names = sorted(n for n in os.listdir("/dev/shm") if "coll" in n)
     except FileNotFoundError:
         return []
+    if owner is None:
+        return names
+    mine = []
+    for n in names:
+        try:
+            with open(f"/dev/shm/{n}", "rb") as f:
+                head = f.read(24)
+        except OSError:
+            continue  # unlinked meanwhile
+        if len(head) == 24 and struct.unpack_from("<i", head, 20)[0] == owner:
+            mine.append(n)
+    return mine
 
 
 def init(backend):
@@ -227,8 +244,7 @@ def abort(r, n):
 def lifecycle(backend, threads0, segments0):
     """destroy_process_group leaves nothing behind, and the process can start again."""
     dist.destroy_process_group()
-    segments = coll_segments()
-    leaked = [s for s in segments if s not in segments0]
+    leaked = [s for s in coll_segments(os.getpid()) if s not in segments0]
     assert not leaked, f"shared-memory segments left after destroy_process_group: {leaked}"
     threads = native_threads()
     assert threads <= threads0 + 2, f"{threads - threads0} more threads after destroy_process_group than before init"
