@@ -1,8 +1,9 @@
 // Socket connections made when first needed, by whichever side needs one first: the
 // point-to-point engine's (p2pConfig sets socket_on_demand). A peer nobody sends to costs
-// nothing: no socket, no store read. Nothing here blocks: the listener, the handshakes and the
-// dials advance in advance(), which the transport's progress() calls, so two ranks dialing
-// each other (or a ring of them) never wait on one another.
+// nothing: no socket, no store read. Nothing here waits on a peer: the listener, the
+// handshakes and the dials advance in advance(), which the transport's progress() calls, so two
+// ranks dialing each other (or a ring of them) never wait on one another. The one wait is the
+// store's: want() reads the peer's address (one round trip, once per peer).
 //
 // Either side may dial, so a receive from any source works: the sender dials. When both dial
 // at once the higher rank's connection is kept, and both sides decide it the same way when a
