@@ -101,7 +101,8 @@ std::vector<RankOutcome> runAttack(Attack how) {
       else survive(*comm, self);
     }
     RANK_CHECK(countOpenFds() == fds_before, "descriptors: %d before the communicator, %d after", fds_before, countOpenFds());
-    RANK_CHECK(countThreads() == threads_before, "threads: %d before, %d after", threads_before, countThreads());
+    int threads_after = settledThreadCount(threads_before);
+    RANK_CHECK(threads_after == threads_before, "threads: %d before, %d after", threads_before, threads_after);
   }, options);
 }
 

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     comm.reset();
     std::printf("rank %d: destroyed in %.3f s; fds %d -> %d, threads %d -> %d\n", rank,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - destroy_start).count(), fds_before,
-                coll::test::countOpenFds(), threads_before, coll::test::countThreads());
+                coll::test::countOpenFds(), threads_before, coll::test::settledThreadCount(threads_before));
   } catch (const coll::Error& e) {
     std::printf("init failed (%s): %s\n", coll::toString(e.code()), e.what());
   }

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 
+#include <chrono>
 #include <thread>
 
 namespace coll::test {
@@ -30,6 +31,16 @@ int countThreads() {
   (void)started;
 #endif
   return countEntries("/proc/self/task");
+}
+
+int settledThreadCount(int expected) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  int n = countThreads();
+  while (n > expected && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    n = countThreads();
+  }
+  return n;
 }
 
 }  // namespace coll::test

@@ -7,4 +7,9 @@ namespace coll::test {
 int countOpenFds();  // entries of /proc/self/fd, less the one the count itself opens
 int countThreads();  // entries of /proc/self/task
 
+// countThreads() once it is at most `expected`, or after 2 s. pthread_join returns once the
+// kernel clears the thread's id, a moment before the task leaves /proc/self/task; a thread that
+// was never joined is still there after the wait.
+int settledThreadCount(int expected);
+
 }  // namespace coll::test

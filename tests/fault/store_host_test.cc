@@ -108,7 +108,8 @@ KillRun killStoreHost(const std::function<void(Communicator&, Rank&)>& after_fai
       if (nowNs() - destroy_start < int64_t(kTimeoutSeconds) * 1'000'000'000) self.slot->flags |= kFlagDestroyedPromptly;
     }
     RANK_CHECK(countOpenFds() == fds_before, "descriptors: %d before the communicator, %d after", fds_before, countOpenFds());
-    RANK_CHECK(countThreads() == threads_before, "threads: %d before, %d after", threads_before, countThreads());
+    int threads_after = settledThreadCount(threads_before);
+    RANK_CHECK(threads_after == threads_before, "threads: %d before, %d after", threads_before, threads_after);
   }, options);
   return run;
 }
