@@ -174,9 +174,13 @@ class COLL_API Communicator {
   // waiting then and returns the communicator of the members (ranks kept) and the joiners
   // (ranks after them, in the order they asked), made as create() makes one. join returns the
   // joiner's side of it. A grow with nobody waiting returns a communicator of the members.
+  // grow() begins with a barrier of the members, so a member that failed or revoked the
+  // communicator meanwhile makes it throw at once (PeerLost), not after COLL_TIMEOUT.
   // grow() on a failed or revoked communicator throws InvalidArgument (shrink() first); join
   // throws Timeout when no member grows before COLL_TIMEOUT (or options.timeout), and the
-  // store's refusal for a wrong secret.
+  // store's refusal for a wrong secret. A join that timed out is withdrawn (no later grow
+  // admits it), so calling join again is safe; a grow that admitted it in the same instant
+  // throws PeerLost on every member, leaves the communicator as it was, and may be called again.
   std::unique_ptr<Communicator> grow();
   static std::unique_ptr<Communicator> join(const CommOptions& options);
 

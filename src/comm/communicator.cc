@@ -156,6 +156,17 @@ std::unique_ptr<Communicator> Communicator::shrink() {
 }
 
 std::unique_ptr<Communicator> Communicator::grow() {
+  // Every member must be here before the store is touched: one that failed, or revoked this
+  // communicator to shrink it, fails this barrier at once instead of leaving the others to
+  // wait out COLL_TIMEOUT in the new communicator's roll call.
+  if (!impl_->asyncError()) {  // a failed one is refused below, with what to do instead
+    try {
+      barrier().wait();
+    } catch (const Error& e) {
+      throw Error(e.code(), format("grow (rank %d of %d): not every member came to it (shrink() to the survivors, then "
+                                   "grow that): %s", rank(), size(), e.what()));
+    }
+  }
   std::unique_ptr<CommunicatorImpl> impl;
   Status st = impl_->grow(&impl);
   if (!st) throw st.toError(format("grow (rank %d of %d)", rank(), size()));

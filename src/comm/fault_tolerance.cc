@@ -162,11 +162,29 @@ Status CommunicatorImpl::join(const CommOptions& options, const Config& config, 
   if (asked.secret.empty()) return invalidArgument("join: no job secret (set COLL_JOB_SECRET or CommOptions::secret)");
   const auto timeout = options.timeout.count() > 0 ? options.timeout : config.timeout;
   const auto deadline = transport::Clock::now() + timeout;
+  auto connect = [&](bootstrap::Deadline by, std::unique_ptr<bootstrap::StoreClient>* store) {
+    if (asked.store) {
+      *store = bootstrap::wrapExternalStore(asked.store);
+      return Status::ok();
+    }
+    return bootstrap::StoreClient::connect(asked.store_address, asked.secret, by, store);
+  };
   std::unique_ptr<bootstrap::StoreClient> store;
-  if (asked.store) store = bootstrap::wrapExternalStore(asked.store);
-  else COLL_RETURN_IF_ERROR(bootstrap::StoreClient::connect(asked.store_address, asked.secret, deadline, &store));
+  COLL_RETURN_IF_ERROR(connect(deadline, &store));
   CommOptions place;
-  COLL_RETURN_IF_ERROR(waitForAdmission(*store, asked, deadline, &place));
+  std::string token;
+  Status waited = waitForAdmission(*store, asked, deadline, &token, &place);
+  if (!waited && waited.code() == ErrorCode::Timeout) {
+    // Withdraw, so that no later grow admits a process that is gone; a grow that admitted this
+    // one in the meantime wins. A fresh client: the timed-out call ended the first one's.
+    store.reset();
+    bool admitted = false;
+    COLL_RETURN_IF_ERROR(connect(transport::Clock::now() + std::chrono::seconds(5), &store));
+    COLL_RETURN_IF_ERROR(withdrawFromLobby(*store, asked, token, &admitted, &place));
+    if (!admitted) return waited;
+  } else {
+    COLL_RETURN_IF_ERROR(waited);
+  }
   COLL_INFO("INIT", "joined as rank %d of %d ('%s')", place.rank, place.size, place.name.c_str());
   return create(place, config, out);
 }

@@ -7,9 +7,12 @@
 // appends a token of its own and waits for "coll/lobby/<root>/admitted/<token>". The members
 // call grow() together: the first proposal the store holds (setIfAbsent) names the joiners to
 // admit, every token in the lobby not yet admitted, and every member then writes each admitted
-// token's place: "<new name> <rank> <size>". Members keep their ranks; joiners follow in lobby
-// order. Then all make the new communicator as create() does, so its ranks and transports are
-// as if it had started that way.
+// token's place, "<new name> <rank> <size>", unless the key is already set. Members keep their
+// ranks; joiners follow in lobby order. Then all make the new communicator as create() does,
+// so its ranks and transports are as if it had started that way. A joiner whose deadline
+// passes writes "withdrawn" where its place would go, so no later grow admits a process that
+// left; if that came first in a grow that admitted it, the grow fails (PeerLost) on every member
+// and nothing is made.
 #pragma once
 
 #include <cstdint>
@@ -35,9 +38,15 @@ Status agreeOnJoiners(bootstrap::StoreClient& store, const std::string& decision
                       bootstrap::Deadline deadline);
 
 // The joiner's side: asks to be let into the job whose communicators descend from
-// `options.name`, and waits (until the deadline) for the members' grow(). *out: its options in
-// the new communicator.
+// `options.name` (under *token, a name of its own), and waits (until the deadline) for the
+// members' grow(). *out: its options in the new communicator.
 Status waitForAdmission(bootstrap::StoreClient& store, const CommOptions& options, bootstrap::Deadline deadline,
-                        CommOptions* out);
+                        std::string* token, CommOptions* out);
+
+// After waitForAdmission timed out (on a fresh client: a store call that timed out ends its
+// connection): marks the token withdrawn, unless a grow admitted it meanwhile (*admitted, and
+// *out as above).
+Status withdrawFromLobby(bootstrap::StoreClient& store, const CommOptions& options, const std::string& token,
+                         bool* admitted, CommOptions* out);
 
 }  // namespace coll

@@ -1,7 +1,8 @@
 // Growing back after a failure: of 4 ranks one is killed, the survivors shrink() to 3, a new
 // process joins through the job's store (Communicator::join) and the members grow() to 4 again;
 // the grown communicator runs checked collectives. And the refusals: grow on a failed
-// communicator, a join with the wrong secret, a join nobody admits.
+// communicator, a join with the wrong secret, a join nobody admits (and that no later grow
+// admits).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -128,6 +129,38 @@ TEST(Grow, RefusalsSayWhy) {
       RANK_CHECK(e.code() == ErrorCode::InvalidArgument && std::strstr(e.what(), "shrink() to the survivors first"),
                  "%s: %s", codeName(e.code()), e.what());
     }
+  }, options);
+  expectAllSucceeded(outcomes);
+}
+
+// A joiner whose join timed out is not admitted by a later grow: the members' grow returns the
+// two of them at once instead of waiting for a process that left.
+TEST(Grow, AJoinerThatGaveUpIsNotAdmittedLater) {
+  RunOptions options;
+  options.deadline = std::chrono::seconds(60);
+  auto outcomes = runProcesses(3, [](Rank& self, const std::string& address, const std::string& secret) {
+    if (self.rank == 2) {
+      CommOptions o = optionsFor(-1, -1, address, secret);
+      o.timeout = std::chrono::seconds(1);
+      try {
+        Communicator::join(o);
+        RANK_CHECK(false, "a join nobody admitted went through");
+      } catch (const Error& e) {
+        RANK_CHECK(e.code() == ErrorCode::Timeout, "%s: %s", codeName(e.code()), e.what());
+      }
+      self.slot->phase = 1;
+      return;
+    }
+    std::unique_ptr<Communicator> comm = Communicator::create(optionsFor(self.rank, 2, address, secret));
+    while (self.slots[2].phase.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<Communicator> grown = comm->grow();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    RANK_CHECK(grown->size() == 2, "the grow admitted a joiner that had left: %d ranks", grown->size());
+    RANK_CHECK(seconds < 5, "the grow took %.1f s", seconds);
+    int64_t one = 1;
+    grown->allreduce(&one, &one, 1, DataType::i64, ReduceOp::sum).wait();
+    RANK_CHECK(one == 2, "allreduce gave %lld", (long long)one);
   }, options);
   expectAllSucceeded(outcomes);
 }
