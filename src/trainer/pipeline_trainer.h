@@ -80,6 +80,7 @@ class PipelineTrainer {
   // [first, last) of the whole model's layers that this stage holds.
   std::pair<size_t, size_t> layerRange() const { return range_; }
   Model& model() { return model_; }
+  UpdateStrategy& update() { return *update_; }
   Communicator& stageComm() { return *stage_comm_; }
   Timeline& timeline() { return timeline_; }
   // Of the last step: the most micro-batches alive at once (forwarded, not yet backward), and

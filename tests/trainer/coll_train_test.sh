@@ -8,6 +8,9 @@
 #   elastic          --elastic on 4 ranks: rank 2 killed at step 20, the others shrink and go on,
 #                    a replacement joins at the next grow; 60 steps on every replica, none lost,
 #                    replicas bit-identical, the loss close to an uninterrupted run's
+#   elastic_pipeline --elastic --stages 2 on 4 ranks (2 replicas of 2 stages): rank 3 killed at
+#                    step 20, replica 0 goes on alone while rank 2 sits out, a replacement and
+#                    rank 2 form replica 1 again; 60 steps, stages bit-identical across replicas
 # usage: coll_train_test.sh COLLRUN COLL_TRAIN CASE   (the digits CSV: $COLL_DIGITS_CSV)
 set -euo pipefail
 collrun=$1 train=$2 case=$3
@@ -88,6 +91,28 @@ PY
     whole=$(grep -o "step   60  loss [0-9.]*" "$work/whole" | awk '{print $4}')
     faulty=$(grep -o "step   60  loss [0-9.]*" "$work/faulty" | awk '{print $4}')
     echo "loss at step 60 (rank 0's part): uninterrupted $whole, with a kill and a rejoin $faulty"
+    /usr/bin/python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 0.02 * a)" \
+      "$whole" "$faulty" || fail "the loss differs by more than 2%: $whole against $faulty"
+    ;;
+  elastic_pipeline)
+    args=(--elastic --stages 2 --micro-batches 2 --optimizer sgd --steps 60 --batch 60 --grow-every 5)
+    "$collrun" --no-prefix -n 4 "$train" "${args[@]}" >"$work/whole" 2>&1 || fail "the uninterrupted run: $(cat "$work/whole")"
+    set +e
+    timeout 300 "$collrun" --no-prefix -n 4 --kill-after 0 "$train" "${args[@]}" --kill-rank 3 --kill-at 20 --respawn \
+      >"$work/faulty" 2>&1
+    set -e
+    grep "^elastic" "$work/faulty"
+    grep -q "rank 3 (pid [0-9]*) killed by signal 9" "$work/faulty" || fail "rank 3 was not killed"
+    grep -q "step 20: lost 1 rank(s)" "$work/faulty" || fail "no loss reported at step 20"
+    grep -q "step 20: 3 ranks: 1 replica(s) (1 kept, 0 new), 1 sitting out, resuming at step 20" "$work/faulty" ||
+      fail "the broken replica's survivor did not sit out"
+    grep -q "elastic: joined as rank" "$work/faulty" || fail "no replacement joined"
+    grep -q "2 replica(s) (1 kept, 1 new), 0 sitting out" "$work/faulty" || fail "the job did not grow back"
+    grep -q "done: 60 steps on every replica (lowest 60), 2 replicas of 2 stages at the end, 1 fault(s) survived, every stage's parameters identical on its replicas: yes" \
+      "$work/faulty" || fail "the run did not end as it should"
+    whole=$(grep -o "step   60  loss [0-9.]*" "$work/whole" | awk '{print $4}')
+    faulty=$(grep -o "step   60  loss [0-9.]*" "$work/faulty" | awk '{print $4}')
+    echo "loss at step 60 (replica 0's part): uninterrupted $whole, with a kill and a rejoin $faulty"
     /usr/bin/python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 0.02 * a)" \
       "$whole" "$faulty" || fail "the loss differs by more than 2%: $whole against $faulty"
     ;;

@@ -123,8 +123,10 @@ int run(const TrainOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a line at a time: a rank killed mid-run has said what it did
   TrainOptions options = parseTrainOptions(argc, argv);
   try {
+    if (options.elastic && options.stages > 1) return runElasticPipeline(options, argv);
     if (options.elastic) return runElastic(options, argv);
     return run(options);
   } catch (const std::exception& e) {

@@ -90,4 +90,15 @@ std::vector<std::string> allgatherStrings(Communicator& comm, const std::string&
   return out;
 }
 
+PipelineOptions pipelineOptionsFrom(const TrainOptions& o) {
+  PipelineOptions p;
+  p.stages = o.stages;
+  p.micro_batches = o.micro_batches;
+  p.schedule = parsePipelineSchedule(o.schedule);
+  p.input_width = o.task == "digits" ? 64 : o.width;
+  p.seed = o.seed;
+  if (o.bucket_mb > 0) p.buckets.bucket_bytes = static_cast<size_t>(o.bucket_mb * (1 << 20));
+  return p;
+}
+
 }  // namespace coll::trainer

@@ -10,6 +10,7 @@
 #include "coll_train_options.h"
 #include "trainer/dataset.h"
 #include "trainer/layer.h"
+#include "trainer/pipeline_trainer.h"
 #include "trainer/update_strategy.h"
 
 namespace coll::trainer {
@@ -27,11 +28,17 @@ std::vector<std::unique_ptr<Layer>> modelLayers(const TrainOptions& o, Communica
 
 std::unique_ptr<UpdateStrategy> makeUpdate(const TrainOptions& o);
 
+// The pipeline's stages, micro-batches, schedule, input width, seed and buckets, from the options.
+PipelineOptions pipelineOptionsFrom(const TrainOptions& o);
+
 // Every rank's string, on every rank (two all-gathers: lengths, then the padded bytes).
 std::vector<std::string> allgatherStrings(Communicator& comm, const std::string& mine);
 
 // Runs coll-train --elastic (coll_train_elastic.cc); argv: to start a replacement.
 int runElastic(const TrainOptions& o, char** argv);
+
+// Runs coll-train --elastic --stages P (coll_train_elastic_pipeline.cc); argv as above.
+int runElasticPipeline(const TrainOptions& o, char** argv);
 
 // Runs coll-train's --stages P pipeline (coll_train_pipeline.cc).
 int runPipeline(const TrainOptions& o, Communicator& world);

@@ -12,25 +12,17 @@
 // steps the replicas admit processes waiting in `coll-train --join`, which take the state from
 // the replica furthest ahead the same way.
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <climits>
 #include <cstdio>
-#include <cstring>
-#include <numeric>
-#include <random>
-#include <stdexcept>
 
 #include "coll/communicator.h"
 #include "coll_train_common.h"
 #include "coll_train_options.h"
+#include "elastic_support.h"
 #include "trainer/mlp.h"
 #include "trainer/model.h"
 #include "trainer/trainer.h"
-
-extern char** environ;
 
 namespace coll::trainer {
 namespace {
@@ -44,11 +36,10 @@ class ElasticRun {
   ElasticRun(const TrainOptions& o, char** argv) : o_(o), argv_(argv) {}
 
   int run() {
-    comm_ = o_.join ? joinJob() : Communicator::fromEnvironment();
+    comm_ = o_.join ? joinRunningJob() : Communicator::fromEnvironment();
+    if (o_.join) std::printf("elastic: a new replica joined as rank %d of %d\n", comm_->rank(), comm_->size());
     task_ = loadTask(o_, 0, 1);  // every replica reads the whole set: its part of a batch changes
-    order_.resize(task_.train.size());
-    std::iota(order_.begin(), order_.end(), 0);
-    std::shuffle(order_.begin(), order_.end(), std::mt19937(o_.seed));
+    order_ = shuffledOrder(task_.train, o_.seed);
     for (auto& layer : modelLayers(o_, nullptr)) model_.add(std::move(layer));
     model_.build(o_.seed);
     while (step_ < static_cast<int64_t>(o_.steps)) {
@@ -62,16 +53,6 @@ class ElasticRun {
   }
 
  private:
-  std::unique_ptr<Communicator> joinJob() {
-    const char* address = std::getenv("COLL_STORE_ADDR");
-    if (!address) throw std::runtime_error("--join needs COLL_STORE_ADDR (and COLL_JOB_SECRET): the job's store");
-    CommOptions options;
-    options.store_address = address;
-    auto comm = Communicator::join(options);
-    std::printf("elastic: a new replica joined as rank %d of %d\n", comm->rank(), comm->size());
-    return comm;
-  }
-
   // Trains on the current membership until the run ends, a grow changes it, or an op fails.
   void trainOn() {
     trainer_ = std::make_unique<Trainer>(*comm_, model_, makeUpdate(o_));
@@ -100,21 +81,7 @@ class ElasticRun {
 
   // This replica's rows of the global batch of `step`.
   Batch myPart(int64_t step) const {
-    const size_t global = o_.batch, world = static_cast<size_t>(comm_->size());
-    if (global % world != 0)
-      throw std::runtime_error("--batch " + std::to_string(global) + " does not split evenly over " +
-                               std::to_string(world) + " replicas (pick one divisible by every size the job may have)");
-    const size_t rows = global / world, first = static_cast<size_t>(comm_->rank()) * rows, n = order_.size();
-    const Dataset& d = task_.train;
-    Batch b;
-    b.features.resize(rows, d.features.cols);
-    b.labels.resize(rows);
-    for (size_t i = 0; i < rows; ++i) {
-      size_t src = order_[(static_cast<size_t>(step) * global + first + i) % n];
-      std::memcpy(b.features.row(i), d.features.row(src), d.features.cols * sizeof(float));
-      b.labels[i] = d.labels[src];
-    }
-    return b;
+    return partOfGlobalBatch(o_, task_.train, order_, step, comm_->rank(), comm_->size());
   }
 
   void commit() {
@@ -160,23 +127,8 @@ class ElasticRun {
     if (comm_->rank() == 0)
       std::printf("elastic: step %lld: lost %d replica(s) (%s); going on with %d\n", (long long)step_,
                   before - comm_->size(), e.what(), comm_->size());
-    if (o_.respawn && comm_->rank() == 0) spawnReplacement();
-  }
-
-  // A replacement: this program again, told to join, with this process's environment (the
-  // job's store and secret).
-  void spawnReplacement() {
-    std::vector<std::string> args{argv_[0], "--join"};
-    for (char** a = argv_ + 1; *a; ++a)
-      if (std::strcmp(*a, "--respawn") != 0) args.push_back(*a);
-    std::vector<char*> raw;
-    for (std::string& a : args) raw.push_back(a.data());
-    raw.push_back(nullptr);
-    pid_t pid = 0;
-    if (::posix_spawn(&pid, argv_[0], nullptr, nullptr, raw.data(), environ) != 0)
-      std::printf("elastic: could not start a replacement: %s\n", std::strerror(errno));
-    else
-      replacements_.push_back(pid);
+    if (o_.respawn && comm_->rank() == 0)
+      if (pid_t pid = spawnReplacement(argv_); pid > 0) replacements_.push_back(pid);
   }
 
   int finish() {
@@ -193,10 +145,7 @@ class ElasticRun {
                   (long long)steps, (long long)lowest, comm_->size(), faults_, identical ? "yes" : "NO",
                   100 * accuracy);
     comm_.reset();
-    for (pid_t pid : replacements_) {
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-    }
+    reapReplacements(replacements_);
     return identical && lowest == static_cast<int64_t>(o_.steps) ? 0 : 1;
   }
 

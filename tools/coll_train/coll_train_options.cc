@@ -43,9 +43,11 @@ Pipeline parallelism (GPipe, PipeDream-Flush), with data parallelism across each
   --schedule gpipe|1f1b   all forwards then all backwards, or one forward one backward (default 1f1b)
   --replicas D            P x D must be the world size (default: world size / P)
 
-Elastic data parallelism (SGD; --steps is the run's whole length; run under collrun --kill-after 0):
+Elastic training (SGD; --steps is the run's whole length; run under collrun --kill-after 0):
   --elastic               on a lost replica the others shrink, resume from the one furthest ahead
-                          (no step applied twice or lost) and go on, the global batch re-split
+                          (no step applied twice or lost) and go on, the global batch re-split;
+                          with --stages P a replica is P ranks: a broken one's survivors sit out
+                          and rejoin, and P joiners make a new replica
   --grow-every K          every K steps the replicas admit processes waiting to join (grow)
   --respawn               after a loss, the new rank 0 starts a replacement (coll-train --join)
   --join                  this process joins a running elastic job (COLL_STORE_ADDR, COLL_JOB_SECRET)
@@ -130,8 +132,9 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
   if (o.stages > 1 && (o.zero || o.no_overlap || o.auto_buckets))
     fail("--zero, --no-overlap and --auto-buckets are data-parallel options; not with --stages");
   if (o.join) o.elastic = true;
-  if (o.elastic && (o.stages > 1 || o.zero || o.optimizer != "sgd" || o.steps == 0 || o.batch_norm))
-    fail("--elastic runs data-parallel SGD for --steps steps (no --stages, --zero, --batchnorm, or adam)");
+  if (o.elastic && (o.zero || o.optimizer != "sgd" || o.steps == 0 || o.batch_norm || o.replicas > 0))
+    fail("--elastic runs SGD for --steps steps, data parallel or with --stages (no --zero, --batchnorm, --replicas, "
+         "or adam)");
   if (o.epochs == 0) o.epochs = o.task == "digits" ? 20 : 3;
   // The teacher's students are deeper and wider: Adam at 3e-3 diverged on 12 layers of 768
   // (loss 3.98 after 20 steps, against 1.80 at 3e-4).

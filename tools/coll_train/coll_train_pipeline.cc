@@ -18,14 +18,7 @@ namespace coll::trainer {
 namespace {
 
 PipelineTrainer makeTrainer(const TrainOptions& o, Communicator& world) {
-  PipelineOptions p;
-  p.stages = o.stages;
-  p.micro_batches = o.micro_batches;
-  p.schedule = parsePipelineSchedule(o.schedule);
-  p.input_width = o.task == "digits" ? 64 : o.width;
-  p.seed = o.seed;
-  if (o.bucket_mb > 0) p.buckets.bucket_bytes = static_cast<size_t>(o.bucket_mb * (1 << 20));
-  return PipelineTrainer(world, modelLayers(o, nullptr), makeUpdate(o), p);
+  return PipelineTrainer(world, modelLayers(o, nullptr), makeUpdate(o), pipelineOptionsFrom(o));
 }
 
 // Per step of the timeline: 1 - (compute time) / (step time), this rank's.
