@@ -122,7 +122,7 @@ class ElasticPipelineRun {
     static_assert(sizeof(ElasticRole) == 3 * sizeof(int64_t));
     world_->allgather(&mine, roles.data(), 3, DataType::i64).wait();
     ElasticFormation f = planElasticFormation(roles, o_.stages);
-    const size_t rows = f.replicas > 0 ? o_.batch / static_cast<size_t>(f.replicas) : 0;
+    const size_t rows = o_.batch / static_cast<size_t>(f.replicas);  // the plan has at least one
     if (o_.batch % static_cast<size_t>(f.replicas) != 0 || rows % static_cast<size_t>(o_.micro_batches) != 0)
       throw std::runtime_error("--batch " + std::to_string(o_.batch) + " does not split into " +
                                std::to_string(f.replicas) + " replicas of " + std::to_string(o_.micro_batches) +
