@@ -89,6 +89,7 @@ class ElasticPipelineRun {
     world_ = std::move(next);
     if (!fault_seen_) whole_replicas_ = std::max(whole_replicas_, f.replicas);
     role_ = ElasticRole{me.replica, me.stage, -1};  // no state until it is loaded
+    live_ = false;
     replicas_ = f.replicas;
     PipelineOptions options = pipelineOptionsFrom(o_);
     options.timeline = false;  // a long run's events would only grow
