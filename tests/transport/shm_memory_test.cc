@@ -50,20 +50,27 @@ size_t ownSegmentBytes(const PeerDirectory& dir) {
   return SIZE_MAX;
 }
 
-// Three ranks, all on one host. Set up, each segment holds only its fixed part. Rank 0 sends 8
-// bytes to rank 1: rank 1's segment grows by one page. Then 1 MiB: by one ring. Rank 2, whom
-// nobody sends to, holds its fixed part throughout.
+// Three ranks, all on one host. Set up, each segment holds only its header and board. Rank 0
+// sends 8 bytes to rank 1: the pair's controls take a page in each of their segments, and rank
+// 1's a page of the ring. Then 1 MiB: rank 1's by the rest of the ring. Rank 2, whom nobody
+// sends to, holds its header and board throughout, though a receive from rank 1 waits there
+// all along (as the point-to-point engine's wait on every local peer).
 TEST(ShmMemory, ARingTakesMemoryOnlyAsItIsWritten) {
   CaseOptions o;
   o.ranks = 3;
   o.configure = [](Config* c) { *c = smallRings(*c); };
   expectAllSucceeded(runCase(kShm, [](Endpoint& ep) {
-    const size_t fixed = shm::Geometry{kSlotBytes, kSlots, 2}.fixedBytes();
+    shm::Geometry g{kSlotBytes, kSlots, 2};
+    g.board = true;  // every rank on this host
+    const size_t fixed = g.reservedBytes(), page = shm::kPageBytes;
     auto held = [&] { return ownSegmentBytes(ep.directory); };
-    RANK_CHECK(held() == fixed, "after set-up the segment holds %zu bytes, expected its fixed part, %zu", held(), fixed);
+    RANK_CHECK(held() == fixed, "after set-up the segment holds %zu bytes, expected its header and board, %zu", held(),
+               fixed);
     ep.barrier("set-up measured");
     std::vector<uint8_t> out(1 << 20), in = recvBuffer(1 << 20);
     fillPattern(out.data(), out.size(), 7);
+    uint64_t waiting = 0;
+    if (ep.self.rank == 2) ep.conns[1]->postRecv(&waiting, sizeof waiting, 9, 9);
     auto oneMessage = [&](size_t bytes, uint64_t tag) {
       if (ep.self.rank == 0) ep.conns[1]->postSend(out.data(), bytes, tag, tag);
       if (ep.self.rank == 1) ep.conns[0]->postRecv(in.data(), bytes, tag, tag);
@@ -71,28 +78,32 @@ TEST(ShmMemory, ARingTakesMemoryOnlyAsItIsWritten) {
         for (const auto& [cookie, s] : ep.wait(1)) RANK_CHECK(s.isOk(), "message %d: %s", int(cookie), s.message().c_str());
       ep.barrier("sent " + std::to_string(tag));
     };
+    // What each rank's segment should hold beyond its fixed part: rank 0 a control page, rank 1
+    // a control page and what the ring took, rank 2 nothing.
+    auto expected = [&](size_t ring) { return fixed + (ep.self.rank == 0 ? page : ep.self.rank == 1 ? page + ring : 0); };
     oneMessage(8, 1);
     const size_t after_small = held();
-    if (ep.self.rank == 1)
-      RANK_CHECK(after_small == fixed + shm::kPageBytes, "after 8 bytes: %zu, expected %zu + one page", after_small,
-                 fixed);
-    else
-      RANK_CHECK(after_small == fixed, "after rank 0 sent rank 1 8 bytes: %zu, expected %zu", after_small, fixed);
+    RANK_CHECK(after_small == expected(page), "after rank 0 sent rank 1 8 bytes: %zu, expected %zu", after_small,
+               expected(page));
     ep.barrier("measured 1");  // before rank 0's next message lands in rank 1's segment
     oneMessage(1 << 20, 2);
     if (ep.self.rank == 1) checkPattern(in.data(), 1 << 20, 7, "1 MiB");
     const size_t after_large = held();
-    if (ep.self.rank == 1)
-      RANK_CHECK(after_large == fixed + kRing, "after 1 MiB: %zu, expected %zu + a ring of %zu", after_large, fixed,
-                 kRing);
-    else
-      RANK_CHECK(after_large == fixed, "after rank 0 sent rank 1 1 MiB: %zu, expected %zu", after_large, fixed);
+    RANK_CHECK(after_large == expected(kRing), "after rank 0 sent rank 1 1 MiB: %zu, expected %zu", after_large,
+               expected(kRing));
+    ep.barrier("measured 2");
+    const uint64_t word = 0x1234;
+    if (ep.self.rank == 1) ep.conns[2]->postSend(&word, sizeof word, 9, 9);
+    if (ep.self.rank >= 1)
+      for (const auto& [cookie, s] : ep.wait(1)) RANK_CHECK(s.isOk(), "the waiting receive: %s", s.message().c_str());
+    if (ep.self.rank == 2) RANK_CHECK(waiting == word, "the waiting receive got %llx", (unsigned long long)waiting);
   }, o));
 }
 
 // /dev/shm (a private 2 MiB one, in a mount namespace) is filled after set-up: rank 0's first
-// message to rank 1 fails on rank 0 with an error naming /dev/shm, that it is full, and the
-// knobs; rank 1's receive fails too (rank 0 closed the connection), nobody gets a SIGBUS.
+// message to rank 1 fails on rank 0 with an error naming /dev/shm, that it is full, the peer
+// and the knobs (the pair's controls take their pages only now); rank 1's receive fails too
+// (rank 0 gave the pair up), nobody gets a SIGBUS.
 TEST(ShmMemory, AFullDevShmFailsTheFirstMessageThatNeedsMoreClearly) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: a private /dev/shm in a mount namespace";
   ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << std::strerror(errno);
@@ -120,8 +131,12 @@ TEST(ShmMemory, AFullDevShmFailsTheFirstMessageThatNeedsMoreClearly) {
                        m.find("peer 1") != std::string::npos && m.find("COLL_SHM_NSLOTS") != std::string::npos &&
                        m.find("COLL_TRANSPORT=socket") != std::string::npos,
                    "unclear message: %s", m.c_str());
+      else
+        RANK_CHECK(m.find("peer 0") != std::string::npos && m.find("closed") != std::string::npos,
+                   "unclear message: %s", m.c_str());
     }
-    ::unlink("/dev/shm/filler");
+    ep.barrier("both failed");  // /dev/shm stays full until then
+    if (ep.self.rank == 0) ::unlink("/dev/shm/filler");
   }, o));
 }
 

@@ -7,6 +7,7 @@
 #include "select/selector.h"
 #include "sim_engine.h"
 #include "topology/link_probe.h"
+#include "transport/shm/layout.h"
 
 namespace coll::sim {
 namespace {
@@ -24,9 +25,13 @@ StartupLayout layoutOf(const ClusterModel& m) {
   return StartupLayout::of(std::move(per_host));
 }
 
-// The fixed part of a shared-memory segment (docs/MEMORY.md): header, board, a control per peer.
-double segmentFixedBytes(int local_ranks) {
-  return std::ceil((16 * 1024 + 192.0 * (local_ranks - 1)) / kPage) * kPage;
+// What a shared-memory segment reserves when it is made (transport/shm/layout.h): its header,
+// and the board where every rank of the communicator is on one host (the point-to-point
+// engine's segment never has one).
+double segmentReservedBytes(bool board) {
+  transport::shm::Geometry g;
+  g.board = board;
+  return static_cast<double>(g.reservedBytes());
 }
 
 // One pair's probe (PairProbe::measure): 16 idle round trips of 8 B, two 2 MiB transfers.
@@ -90,9 +95,11 @@ void estimateMemory(const StartupLayout& job, const StartupCosts& c, StartupEsti
   const int fullest = *std::max_element(job.ranks_per_host.begin(), job.ranks_per_host.end());
   const double n = job.ranks();
   // Two segments (collectives, point to point), and the pages the first op's messages touch:
-  // a page of a ring per local sender, at most log2(n) of them (recursive doubling's partners).
-  const double senders = std::min<double>(fullest - 1, std::ceil(std::log2(std::max(2.0, n))));
-  out->shared_bytes = 2 * segmentFixedBytes(fullest) + senders * kPage;
+  // per local sender a control page and a page of its ring, at most log2(n) of them
+  // (recursive doubling's partners).
+  const double senders = fullest < 2 ? 0 : std::min<double>(fullest - 1, std::ceil(std::log2(std::max(2.0, n))));
+  out->shared_bytes = fullest < 2 ? 0 : segmentReservedBytes(job.hosts() == 1) + segmentReservedBytes(false) +
+                                            senders * 2 * kPage;
   out->private_bytes = c.private_base + (job.hosts() > 1 ? c.private_network : 0) +
                        c.private_per_local_peer * (fullest - 1) + c.private_per_peer * (n - 1);
   out->private_rank0_bytes = out->private_bytes + c.store_per_connection * out->store_connections +

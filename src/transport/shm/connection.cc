@@ -67,7 +67,7 @@ ShmConnection::ShmConnection(const Endpoints& e, PeerProcess process, std::vecto
       self_pid_(static_cast<int32_t>(::getpid())),
       peer_regions_(process_.pid(), e.peer),
       way_(kWayRules) {
-  mapped_send_ = e_.outbound.control->cma_ok.load(kAcquire) != 0;
+  mapped_send_ = e_.peer_header->cma_readable.test(e_.outbound_channel);
   cma_send_ = e_.cma_threshold > 0 && mapped_send_;
   caps_.recv_reduce = true;
   caps_.send_copying = true;
@@ -76,11 +76,28 @@ ShmConnection::ShmConnection(const Endpoints& e, PeerProcess process, std::vecto
   // combines as it goes, keeps to the slots: below the CMA threshold where the user set one.
   // Huge pages are sought only for sends of whole buffers.
   caps_.forward_below = cma_send_ && !e_.cma_huge_only ? e_.cma_threshold : SIZE_MAX;
-  head_ = e_.outbound.control->head.load(kAcquire);  // ours: 0 unless reused
-  tail_seen_ = e_.outbound.control->tail.load(kAcquire);
+  // The counters start at 0 in a new segment; the peer's head is read when a receive waits.
   reserved_.assign(e_.outbound.nslots, 0);
-  tail_ = e_.inbound.control->tail.load(kAcquire);  // ours
-  head_seen_ = e_.inbound.control->head.load(kAcquire);  // the peer may have written already
+}
+
+// Sends reserve the pair's controls at once, receives once the peer has begun: a receive posted
+// on a pair the peer never uses (the point-to-point engine posts one on every local peer)
+// costs no memory.
+bool ShmConnection::peerBegan() {
+  return started_ || (e_.own_header->in_use.test(e_.inbound_channel) && start());
+}
+
+bool ShmConnection::start() {
+  if (started_) return true;
+  Status st = commitRange(e_.inbound.control, kControlBytes, format("the control of the channel from peer %d", e_.peer));
+  if (st) st = commitRange(e_.outbound.control, kControlBytes, format("the control of the channel to peer %d", e_.peer));
+  if (!st) {
+    fail(st);
+    return false;
+  }
+  started_ = true;
+  e_.peer_header->in_use.set(e_.outbound_channel);
+  return true;
 }
 
 std::string ShmConnection::describe() const {
@@ -97,7 +114,7 @@ void ShmConnection::complete(uint64_t cookie, Status status) {
 }
 
 void ShmConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
-  if (!failure_.isOk()) return complete(cookie, failure_);
+  if (!usable()) return complete(cookie, failure_);
   SendRequest s{static_cast<const uint8_t*>(data), bytes, tag, cookie, false, bytes};
   s.cma = sendsByDescriptor(data, bytes, &s.region);
   sends_.push_back(s);
@@ -149,7 +166,7 @@ void ShmConnection::opEnds(uint64_t op_tag) {
 }
 
 void ShmConnection::postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) {
-  if (!failure_.isOk()) return complete(cookie, failure_);
+  if (!usable()) return complete(cookie, failure_);
   // By CMA too: the copy goes a piece per poll while the peer reads the same bytes
   // (copyBesideCma), and the way is chosen once per send.
   SendRequest s{static_cast<const uint8_t*>(data), bytes, tag, cookie, false, bytes};
@@ -173,7 +190,7 @@ void ShmConnection::postRecvReduce(void* data, const void* operand, size_t bytes
 
 void ShmConnection::postRecvReduceForward(void* data, const void* operand, size_t bytes, uint64_t tag,
                                           uint64_t recv_cookie, uint64_t send_cookie, DataType type, ReduceOp op) {
-  if (!failure_.isOk()) {
+  if (!usable()) {
     complete(recv_cookie, failure_);
     return complete(send_cookie, failure_);
   }
@@ -337,6 +354,7 @@ bool ShmConnection::reapCmaSends() {
 // --- receiving -----------------------------------------------------------------------------
 
 bool ShmConnection::pullRecvs(size_t max_slots, bool inline_only) {
+  if (recvs_.empty() || !peerBegan()) return false;
   bool moved = false;
   for (size_t n = 0; n < max_slots && !recvs_.empty() && failure_.isOk(); ++n) {
     if (tail_ == head_seen_) {
@@ -519,7 +537,8 @@ Status ShmConnection::peerStatus(bool check_process) const {
 }
 
 bool ShmConnection::unreadMessage(uint64_t* tag, uint64_t* bytes) {
-  if (!recvs_.empty() || e_.inbound.control->head.load(kAcquire) <= tail_) return false;
+  // A peer that never used the pair wrote nothing: its control may not even have a page yet.
+  if (!recvs_.empty() || !peerBegan() || e_.inbound.control->head.load(kAcquire) <= tail_) return false;
   const auto* h = reinterpret_cast<const SlotHeader*>(e_.inbound.slot(tail_));
   // A message's first slot; a mapped descriptor's offset is its place in the sender's region.
   if (h->magic != kSlotMagic || (h->kind == SlotKind::inline_data && h->offset != 0)) return false;
@@ -528,9 +547,7 @@ bool ShmConnection::unreadMessage(uint64_t* tag, uint64_t* bytes) {
   return true;
 }
 
-bool ShmConnection::peerClosed() const {
-  return e_.inbound.control->closed_by_sender.load(kAcquire) || e_.outbound.control->closed_by_receiver.load(kAcquire);
-}
+bool ShmConnection::peerClosed() const { return e_.peer_header->gone.test(e_.outbound_channel); }
 
 void ShmConnection::fail(const Status& status) {
   if (!failure_.isOk()) return;
@@ -550,8 +567,7 @@ void ShmConnection::close() {
 }
 
 void ShmConnection::tellPeer() {
-  e_.inbound.control->closed_by_receiver.store(1, kRelease);
-  e_.outbound.control->closed_by_sender.store(1, kRelease);
+  e_.own_header->gone.set(e_.inbound_channel);
   ring(e_.peer_header, e_.wake_sender);
 }
 

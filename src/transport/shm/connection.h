@@ -12,8 +12,12 @@
 // against the inbound slots; tag and length are checked on a message's first slot (Mismatch
 // otherwise).
 //
+// The channel's controls are a hole until the pair first talks (layout.h): the first send
+// either way reserves both and marks the pair in use; a receive waits for that mark, reading
+// nothing before. Failing or closing marks the pair gone in our header.
+//
 // Used by the progress thread only. The first failure sticks: it completes every posted and
-// later request with the same Status and tells the peer (closed flags, doorbell), whose
+// later request with the same Status and tells the peer (gone bit, doorbell), whose
 // requests then fail with PeerLost, as a closed socket would.
 #pragma once
 
@@ -37,7 +41,10 @@ struct Endpoints {
   int peer = -1;
   Ring inbound;                          // in our segment
   Ring outbound;                         // in the peer's segment
-  SegmentHeader* peer_header = nullptr;  // its doorbell and aborted flag
+  SegmentHeader* peer_header = nullptr;  // its doorbell, aborted flag and bitmaps
+  SegmentHeader* own_header = nullptr;   // our segment's: the peer marks in_use there
+  uint32_t inbound_channel = 0;          // the channel's index in our segment
+  uint32_t outbound_channel = 0;         // ... and ours in the peer's
   bool read_peer = false;                // our probe: we may read the peer's memory
   size_t cma_threshold = 0;              // 0: never use CMA for our sends
   bool cma_huge_only = false;            // ... and then only from huge pages (huge_pages.h)
@@ -157,6 +164,9 @@ class ShmConnection : public Connection {
   void releaseSlot();
   Status checkSlot(const SlotHeader& h, const RecvRequest& r) const;
   void complete(uint64_t cookie, Status status);
+  bool start();  // reserves the controls at first use: false (and failed) where it cannot
+  bool peerBegan();  // started, or the peer marked the pair in use (and now we start)
+  bool usable() { return failure_.isOk() && start(); }
   void tellPeer();
   std::string peerName() const;  // "peer 2 (pid 1234, same host)"
   bool peerClosed() const;
@@ -180,6 +190,7 @@ class ShmConnection : public Connection {
   uint64_t tail_ = 0;       // inbound: slots we released
   uint64_t head_seen_ = 0;  // inbound: the peer's head, last read
   Status failure_;          // the first error sticks
+  bool started_ = false;    // the controls are reserved (start)
   std::vector<uint32_t> reserved_;  // per outbound slot: how many of its bytes have pages (reserveSlot)
   SlotCopyPolicy copy_policy_;  // outbound: how large payloads go into slots
   TimedChoice way_;             // outbound, busy senders from huge pages: slots (first) or CMA (second)

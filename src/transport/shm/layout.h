@@ -10,10 +10,14 @@
 //   [SegmentHeader, padded to kHeaderBytes][board: 2 BoardCells][control 0][control 1]...
 //   [padding to a page][ring 0][ring 1]...          ring = [slot 0]...[slot nslots-1], page-aligned
 //
-// The controls lie together and the rings after them so that a ring nobody sends on costs no
-// memory: only the header, board and controls are reserved when the segment is made; a ring's
-// pages are reserved by its sender on the first message (segment.h, commitRange), so a host's
-// shared memory grows with the channels in use, not with the square of its ranks.
+// Only the header (and the board, where the communicator uses it) is reserved when the segment
+// is made; everything else is a hole until a pair first talks: the first request on a channel
+// reserves its control's page (either side, segment.h commitRange) and the sender reserves a
+// ring's pages as it writes them. Zeroes are every field's starting value, so nothing is
+// written before use. A rank no peer talks to costs its host a header page, and a host's
+// shared memory grows with the channels in use, not with the square of its ranks. What every
+// peer reads at set-up (which channel is whose, whether the owner may read the sender's memory)
+// is in the header; channel i of a segment is the owner's i-th local peer in rank order.
 //
 // Counters only grow (head, tail, cma_done), so "full" is head - tail == nslots and no slot is
 // ever ambiguous. Each counter has one writer; the other side reads it with acquire. Fields
@@ -27,10 +31,11 @@
 namespace coll::transport::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
-inline constexpr uint32_t kLayoutVersion = 6;
+inline constexpr uint32_t kLayoutVersion = 7;
 inline constexpr uint32_t kSlotMagic = 0x544f4c53;                // "SLOT"
 inline constexpr size_t kHeaderBytes = 4096;
-inline constexpr size_t kControlBytes = 192;
+inline constexpr size_t kControlBytes = 128;
+inline constexpr uint32_t kMaxChannels = 4096;  // local peers of a rank (the header's bitmaps)
 inline constexpr size_t kReasonBytes = 512;
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm counters must be lock-free across processes");
@@ -43,6 +48,16 @@ struct Doorbell {
   std::atomic<uint32_t> bell{0};
   std::atomic<uint32_t> sleepers{0};
   std::atomic<uint32_t> fd_sleepers{0};
+};
+
+// One bit per channel, in the header: set by whoever the channel's bit is about, read by anyone.
+struct ChannelBits {
+  alignas(64) std::atomic<uint64_t> words[kMaxChannels / 64] = {};
+
+  void set(uint32_t channel) { words[channel / 64].fetch_or(uint64_t{1} << (channel % 64), std::memory_order_release); }
+  bool test(uint32_t channel) const {
+    return (words[channel / 64].load(std::memory_order_acquire) >> (channel % 64)) & 1;
+  }
 };
 
 struct SegmentHeader {
@@ -70,6 +85,17 @@ struct SegmentHeader {
   char abort_reason[kReasonBytes] = {};
   // Set at set-up by a peer whose hello datagram could not reach wake_name.
   std::atomic<uint32_t> wake_unreachable{0};
+  // Version 7. The owner's host ranks (itself and its local peers, hostRanksFingerprint): a
+  // peer that counts another set finds its channel elsewhere, so it fails set-up instead.
+  uint64_t host_ranks = 0;
+  // The owner's verdict, before the set-up barrier, on reading channel i's sender's memory.
+  ChannelBits cma_readable;
+  // Set by channel i's sender when it first uses the pair (either way), both controls reserved:
+  // until then the owner reads nothing of the channel (a receive posted on it waits).
+  ChannelBits in_use;
+  // Set by the owner when its side of the pair with channel i's sender failed or closed: that
+  // peer's requests to or from it fail. Here rather than in the controls, which may not exist.
+  ChannelBits gone;
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
 
@@ -91,19 +117,11 @@ inline BoardCell* boardAt(void* segment) {
   return reinterpret_cast<BoardCell*>(static_cast<uint8_t*>(segment) + kHeaderBytes);
 }
 
-// Three cache lines, one per writer: set-up's, the sender's, the receiver's. Each side reads the
-// other's line anyway (head, tail), so its "I am gone" flag rides there for free.
+// Two cache lines, one per writer: the sender's, the receiver's.
 struct ChannelControl {
-  int32_t sender = -1;    // rank that writes the slots
-  int32_t receiver = -1;  // the segment's owner
-  // The receiver's verdict on reading the sender's memory (set before the init barrier).
-  std::atomic<uint32_t> cma_ok{0};
   alignas(64) std::atomic<uint64_t> head{0};  // sender: slots published
-  // Each side's "I am gone": set when that side failed the connection or closed the transport.
-  std::atomic<uint32_t> closed_by_sender{0};
   alignas(64) std::atomic<uint64_t> tail{0};  // receiver: slots released
   std::atomic<uint64_t> cma_done{0};          // receiver: sequence of the last descriptor read
-  std::atomic<uint32_t> closed_by_receiver{0};
 };
 static_assert(sizeof(ChannelControl) == kControlBytes && kControlBytes % 64 == 0);
 
@@ -139,16 +157,24 @@ inline constexpr uint64_t ringsOffset(uint32_t nchannels) {
   return roundUpToPage(kChannelsOffset + uint64_t{kControlBytes} * nchannels);
 }
 
+// The set of a host's ranks, for a segment's header: ranks in increasing order.
+inline uint64_t hostRanksFingerprint(const int* ranks, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the ranks
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<uint32_t>(ranks[i])) * 0x100000001b3ull;
+  return h ^ n;
+}
+
 // Geometry a segment is created with.
 struct Geometry {
   uint64_t slot_bytes = 0;
   uint32_t nslots = 0;
   uint32_t nchannels = 0;
+  bool board = false;  // the communicator uses the small-op board (every rank on this host)
 
   uint64_t ringStride() const { return roundUpToPage(slot_bytes * nslots); }
-  // What is reserved when the segment is made: header, board and controls.
-  uint64_t fixedBytes() const { return ringsOffset(nchannels); }
-  uint64_t segmentBytes() const { return fixedBytes() + ringStride() * nchannels; }
+  // What is reserved when the segment is made: the header, and the board where it is used.
+  uint64_t reservedBytes() const { return kHeaderBytes + (board ? kBoardBytes : 0); }
+  uint64_t segmentBytes() const { return ringsOffset(nchannels) + ringStride() * nchannels; }
 };
 
 inline ChannelControl* channelAt(void* segment, uint32_t index) {

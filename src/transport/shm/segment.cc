@@ -40,20 +40,24 @@ ShmSpace shmSpace() {
   return {static_cast<size_t>(vfs.f_blocks) * vfs.f_frsize, static_cast<size_t>(vfs.f_bavail) * vfs.f_frsize};
 }
 
-// What a rank needs to start and run a ring: its fixed part, and the rings its two ring
-// neighbours send on (every other ring waits for a first message).
-size_t startBytes(const Geometry& g) { return g.fixedBytes() + std::min<uint32_t>(2, g.nchannels) * g.ringStride(); }
+// What a rank needs to start and run a ring: what its segment reserves at once, and the rings
+// its two ring neighbours send on with their controls' pages (every other channel waits for a
+// first message).
+size_t startBytes(const Geometry& g) {
+  return g.reservedBytes() + std::min<uint32_t>(2, g.nchannels) * (g.ringStride() + kPageBytes);
+}
 
 Status tooSmall(const Geometry& g, int host_ranks, const ShmSpace& space) {
   const size_t each = startBytes(g);
   return transportError(format(
       "shared memory: %s holds %s (%s free); %d ranks on this host need %s to start and run a ring (%s each: its "
-      "header and %u channel controls, %s, and the rings its two ring neighbours send on, %s each); enlarge %s "
-      "(docker --shm-size), lower COLL_SHM_NSLOTS or COLL_SHM_SLOT_BYTES (a ring is their product), run fewer ranks "
-      "on a host, or set COLL_TRANSPORT=socket",
+      "header%s, %s, and the rings its two ring neighbours send on, %s each); enlarge %s (docker --shm-size), lower "
+      "COLL_SHM_NSLOTS or COLL_SHM_SLOT_BYTES (a ring is their product), run fewer ranks on a host, or set "
+      "COLL_TRANSPORT=socket",
       kShmDir, formatBytes(space.size).c_str(), formatBytes(space.free).c_str(), host_ranks,
-      formatBytes(each * static_cast<size_t>(host_ranks)).c_str(), formatBytes(each).c_str(), g.nchannels,
-      formatBytes(g.fixedBytes()).c_str(), formatBytes(g.ringStride()).c_str(), kShmDir));
+      formatBytes(each * static_cast<size_t>(host_ranks)).c_str(), formatBytes(each).c_str(),
+      g.board ? " and board" : "", formatBytes(g.reservedBytes()).c_str(), formatBytes(g.ringStride()).c_str(),
+      kShmDir));
 }
 
 Status sysError(const char* what, const std::string& name, int err) {
@@ -101,7 +105,7 @@ std::string segmentName(const std::string& secret, const std::string& key_prefix
 }
 
 Status createSegment(const std::string& name, const Geometry& g, int host_ranks, Mapping* out) {
-  const size_t fixed = g.fixedBytes(), bytes = g.segmentBytes();
+  const size_t fixed = g.reservedBytes(), bytes = g.segmentBytes();
   const ShmSpace space = shmSpace();
   COLL_INFO("INIT", "shared memory: %s, %s reserved of %s for %d local peer(s); %s free (%d ranks on this host need "
             "%s to start)", name.c_str(), formatBytes(fixed).c_str(), formatBytes(bytes).c_str(), host_ranks - 1,
@@ -111,7 +115,7 @@ Status createSegment(const std::string& name, const Geometry& g, int host_ranks,
     return tooSmall(g, host_ranks, space);
   UniqueFd fd(openExclusive(name));
   if (!fd) return sysError("shm_open", name, errno);
-  // The whole length, sparse; only the fixed part reserved now (the rings: commitRange).
+  // The whole length, sparse; only the header (and board) reserved now (the rest: commitRange).
   int err = ::ftruncate(fd.get(), static_cast<off_t>(bytes)) == 0 ? 0 : errno;
   if (err == 0) err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(fixed));
   if (err != 0) {

@@ -51,8 +51,8 @@ std::string segmentName(const std::string& secret, const std::string& key_prefix
 
 // Creates the segment of geometry `g` (exclusively; a stale one of the same name, left by a
 // crashed run of the same job, is replaced), takes the owner's lock on it
-// (Mapping::holdOwnerLock), reserves its fixed part (header, board, controls) in /dev/shm so
-// that a full /dev/shm fails here rather than with SIGBUS later, and maps it. The rings stay
+// (Mapping::holdOwnerLock), reserves its header (and board, g.board) in /dev/shm so that a full
+// /dev/shm fails here rather than with SIGBUS later, and maps it. The controls and rings stay
 // sparse until commitRange. Fails, naming the space and the knobs, where /dev/shm cannot hold
 // what `host_ranks` ranks (this host's, each making one such segment) need to start and run a
 // ring: every rank of the host decides the same.

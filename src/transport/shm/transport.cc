@@ -59,7 +59,10 @@ IdlePolicy idlePolicy(const Config& config) {
 class ShmTransport : public Transport, public SmallOpBoard {
  public:
   ShmTransport(const Config& config, const PeerDirectory& dir, std::vector<int> local_peers)
-      : config_(config), dir_(dir), local_peers_(std::move(local_peers)) {}
+      : config_(config), dir_(dir), local_peers_(std::move(local_peers)) {
+    // Channel i of a segment is its owner's i-th local peer in rank order (layout.h).
+    std::sort(local_peers_.begin(), local_peers_.end());
+  }
   ~ShmTransport() override;
 
   const char* name() const override { return "shm"; }
@@ -103,6 +106,9 @@ class ShmTransport : public Transport, public SmallOpBoard {
   void pause(const IdleWait& idle, Clock::time_point now, Deadline until, Quiet quiet);
   bool quiet() { return !pollAll() && completions_.empty() && !aborted(); }
   void buildBoard();
+  // Only where every rank of the communicator is on this host: the board has a cell per rank.
+  bool usesBoard() const { return config_.shm_board_bytes > 0 && local_peers_.size() + 1 == static_cast<size_t>(dir_.size); }
+  uint64_t hostRanks() const;  // hostRanksFingerprint of this rank and its local peers
   int sharedCores() const;
   void decideOversubscribed();
   Status waitForBoard(uint64_t sequence, std::chrono::nanoseconds timeout, TagTest other_op);
@@ -182,11 +188,16 @@ Status ShmTransport::validatePeers() const {
   std::sort(sorted.begin(), sorted.end());
   bool ok = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
   for (int p : sorted) ok = ok && p >= 0 && p < dir_.size && p != dir_.rank;
-  return ok ? Status::ok() : invalidArgument(format("shm transport: bad list of local peers for rank %d", dir_.rank));
+  if (!ok) return invalidArgument(format("shm transport: bad list of local peers for rank %d", dir_.rank));
+  if (sorted.size() > kMaxChannels)
+    return invalidArgument(format("shm transport: rank %d has %zu ranks on its host, more than the %u shared memory "
+                                  "serves; set COLL_TRANSPORT=socket", dir_.rank, sorted.size() + 1, kMaxChannels + 1));
+  return Status::ok();
 }
 
 Status ShmTransport::createOwn() {
   geometry_ = geometryFor(config_, local_peers_.size());
+  geometry_.board = usesBoard();
   COLL_RETURN_IF_ERROR(
       createSegment(segmentNameFor(dir_, dir_.rank), geometry_, static_cast<int>(local_peers_.size()) + 1, &own_));
   auto* h = new (own_.base()) SegmentHeader();
@@ -208,12 +219,9 @@ Status ShmTransport::createOwn() {
   ProbeTarget probe = probeTarget();
   h->probe_address = probe.address;
   h->probe_value = probe.value;
-  new (boardAt(own_.base())) BoardCell[2]();
-  for (uint32_t i = 0; i < geometry_.nchannels; ++i) {
-    auto* c = new (channelAt(own_.base(), i)) ChannelControl();
-    c->sender = local_peers_[i];
-    c->receiver = dir_.rank;
-  }
+  h->host_ranks = hostRanks();
+  // The board and the controls are zeroes in a new file, their starting state: untouched here,
+  // so a control takes memory only once its pair talks.
   const std::string segment = segmentNameFor(dir_, dir_.rank);
   Status bound = WakeSocket::bind(segment, &wake_);
   if (bound) std::snprintf(h->wake_name, sizeof h->wake_name, "%s", wakeSocketName(segment).c_str());
@@ -245,11 +253,13 @@ Status ShmTransport::mapPeer(Peer& p, Deadline deadline) {
   return findChannel(p);
 }
 
+// Our channel in the peer's segment: our place among its local peers, the host's ranks in rank
+// order without it. Computed, so set-up reads nothing of the peer's but its header.
 Status ShmTransport::findChannel(Peer& p) const {
   const SegmentHeader* h = p.mapping.header();
-  for (uint32_t j = 0; j < h->nchannels; ++j) {
-    if (channelAt(p.mapping.base(), j)->sender != dir_.rank) continue;
-    p.channel = j;
+  if (h->host_ranks == hostRanks() && h->nchannels == local_peers_.size()) {
+    const auto below = std::lower_bound(local_peers_.begin(), local_peers_.end(), dir_.rank) - local_peers_.begin();
+    p.channel = static_cast<uint32_t>(below - (p.rank < dir_.rank ? 1 : 0));
     return Status::ok();
   }
   return transportError(format("peer %d does not count rank %d as on its host (the ranks disagree on host grouping)",
@@ -263,12 +273,18 @@ void ShmTransport::probePeer(Peer& p, uint32_t index) {
   const SegmentHeader* h = p.mapping.header();
   Status st = probe(h->owner_pid, ProbeTarget{h->probe_address, h->probe_value});
   p.readable = st.isOk();
-  channelAt(own_.base(), index)->cma_ok.store(p.readable ? 1 : 0, std::memory_order_release);
+  if (p.readable) own_.header()->cma_readable.set(index);
   if (!p.readable && !logged_no_cma_) {
     logged_no_cma_ = true;
     COLL_INFO("SHM", "cannot read the memory of peer %d (pid %d): %s; large messages from it come through the slots "
               "(two copies)", p.rank, h->owner_pid, st.message().c_str());
   }
+}
+
+uint64_t ShmTransport::hostRanks() const {
+  std::vector<int> ranks = local_peers_;
+  ranks.insert(std::upper_bound(ranks.begin(), ranks.end(), dir_.rank), dir_.rank);
+  return hostRanksFingerprint(ranks.data(), ranks.size());
 }
 
 // A peer we cannot wake in poll() must not wait there: it learns so from its header.
@@ -295,6 +311,9 @@ void ShmTransport::buildConnections() {
     e.outbound = Ring{channelAt(p.mapping.base(), p.channel), ringAt(p.mapping.base(), ph->nchannels, ph->channel_stride, p.channel),
                       ph->slot_bytes, ph->nslots};
     e.peer_header = p.mapping.header();
+    e.own_header = own_.header();
+    e.inbound_channel = index;
+    e.outbound_channel = p.channel;
     e.read_peer = p.readable;
     e.cma_threshold = config_.shm_cma_threshold;
     e.cma_huge_only = config_.shm_cma_huge_only;
@@ -393,9 +412,8 @@ void ShmTransport::decideOversubscribed() {
 
 // --- the small-op board (board.h) ---------------------------------------------------------
 
-// Only where every rank of the communicator is a local peer: the board has a cell per rank.
 void ShmTransport::buildBoard() {
-  if (!own_ || static_cast<int>(local_peers_.size()) + 1 != dir_.size) return;
+  if (!own_ || !usesBoard()) return;
   std::vector<BoardCell*> cells(dir_.size);
   cells[dir_.rank] = boardAt(own_.base());
   for (Peer& p : peers_) cells[p.rank] = boardAt(p.mapping.base());

@@ -4,8 +4,8 @@
 //
 // Set-up is collective: every rank of the communicator calls createTransport, also ranks with
 // no local peer, because all of them meet in one store barrier. Each rank with local peers
-// creates one segment in /dev/shm holding its inbound channels (the space reserved at once, so
-// a too-small /dev/shm fails here naming the size needed), publishes its name under
+// creates one segment in /dev/shm holding its inbound channels (its header reserved at once, so
+// a too-small /dev/shm fails here naming the size needed; a channel's memory when first used), publishes its name under
 // key_prefix + "shm/<rank>", maps each local peer's segment, probes whether it may read the
 // peer's memory, and waits in the barrier. After it every rank removes the names (its own and
 // its peers'): from then on nothing is left in /dev/shm whatever happens, and the memory is
@@ -36,8 +36,9 @@ namespace coll::transport::shm {
 Status createTransport(const Config& config, const PeerDirectory& directory, const std::vector<int>& local_peers,
                        std::unique_ptr<Transport>* out);
 
-// The bytes createTransport reserves in /dev/shm for a rank with `local_peers` peers on its
-// host (0 with none: no segment). coll-doctor checks /dev/shm against it.
+// The length of the segment createTransport makes for a rank with `local_peers` peers on its
+// host (0 with none: no segment), every ring included, though each takes memory only once used.
+// coll-doctor checks /dev/shm against it.
 uint64_t segmentBytes(const Config& config, size_t local_peers);
 
 // The /dev/shm name (e.g. "/coll-0123456789abcdef") a rank's segment has during set-up; tests
