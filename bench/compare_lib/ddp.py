@@ -8,6 +8,7 @@ would oversubscribe them further, whichever backend."""
 import statistics
 
 from .common import ROOT, number_after, torch_env, torch_has_coll, torch_version, write_mode_table
+from .step_bound import bound_lines, ring_rate
 
 BACKENDS = ["coll", "gloo"]
 
@@ -29,9 +30,11 @@ def ddp_steps(scn, out, log):
         raise OSError(f"backend coll cannot run under {py}: build with libtorch-dev installed (Debian's python), or "
                       "pip install coll into the venv of --torch-python")
     version = torch_version(py)
-    got = {(b, k): [] for b in BACKENDS for k in ("step_ms", "forward_ms")}
+    got = {(b, k): [] for b in BACKENDS for k in ("step_ms", "forward_ms", "params")}
     errors = []
+    ring_rates = []
     for rnd in range(args.rounds):
+        ring_rates.append(ring_rate(scn))
         for backend in BACKENDS[rnd % 2:] + BACKENDS[:rnd % 2]:
             cmd = [py, str(ROOT / "bench/torch_ddp_step.py"), "--backend", backend,
                    "--steps", str(args.steps), "--warmup", "2", "--batch", str(args.batch)]
@@ -43,6 +46,7 @@ def ddp_steps(scn, out, log):
             else:
                 got[(backend, "step_ms")].append(step)
                 got[(backend, "forward_ms")].append(fwd)
+                got[(backend, "params")].append(number_after(text, "params"))
             log(f"[{scn.name}] round {rnd + 1} ddp {backend}: " + ("ok" if rc == 0 else f"exit {rc}"))
     med = {k: statistics.median(v) if v else None for k, v in got.items()}
     ratio = lambda a, b: f"{a / b:.3f}" if a and b else "-"
@@ -53,6 +57,14 @@ def ddp_steps(scn, out, log):
                       ("forward_ms", "  of it the forward pass (ms)")):
         c, g = med[("coll", key)], med[("gloo", key)]
         lines.append(f"{what:<40} {cell(c):>10} {cell(g):>10} {ratio(c, g):>9}")
+    params = med[("coll", "params")] or med[("gloo", "params")]
+    forwards = [x for x in (med[("coll", "forward_ms")], med[("gloo", "forward_ms")]) if x]
+    lines += bound_lines(scn, {"coll": med[("coll", "step_ms")], "gloo": med[("gloo", "step_ms")]},
+                         min(forwards) if forwards else None, params * 4 if params else None, ring_rates, width=40)
     for (backend, key), v in sorted(got.items()):
-        lines.append(f"# {key} {backend}, each round: " + " ".join(cell(x) for x in v))
+        if key != "params":
+            lines.append(f"# {key} {backend}, each round: " + " ".join(cell(x) for x in v))
+    if getattr(scn, "hosts", 1) > 1:
+        lines.append("# bare TCP ring, each round (MB/s a stream): " +
+                     " ".join(f"{r / 1e6:.1f}" if r else "-" for r in ring_rates))
     return write_mode_table(out, f"{scn.name}_ddp", lines, errors)

@@ -46,8 +46,8 @@ def measure_floor(scn):
     return floor
 
 
-def stream_args(scn, host, port, ring):
-    args = [str(scn.build / "bin/tcp_streams"), "--bytes", FLOOR_BYTES, "--timeout", str(FLOOR_TIMEOUT_S)]
+def stream_args(scn, host, port, ring, nbytes=FLOOR_BYTES):
+    args = [str(scn.build / "bin/tcp_streams"), "--bytes", nbytes, "--timeout", str(FLOOR_TIMEOUT_S)]
     if ring or host > 0:
         args += ["--listen", str(port)]
     if ring or host < scn.hosts - 1:
@@ -55,10 +55,10 @@ def stream_args(scn, host, port, ring):
     return args
 
 
-def run_streams(scn, ring):
+def run_streams(scn, ring, nbytes=FLOOR_BYTES):
     """Each host's rate, or an error text. One process per host, in its namespace."""
     port = scn.next_port()
-    procs = [subprocess.Popen(scn.in_host(h) + stream_args(scn, h, port, ring), stdout=subprocess.PIPE,
+    procs = [subprocess.Popen(scn.in_host(h) + stream_args(scn, h, port, ring, nbytes), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
              for h in range(scn.hosts)]
     deadline = time.monotonic() + FLOOR_TIMEOUT_S + 30

@@ -5,10 +5,10 @@ model, global batch and custom loop, the same ranks, interleaved rounds, medians
 the table adds the step's bound: the forward pass plus the gradients' all-reduce at the link
 rate, 2(H-1)/H of the gradient bytes each way on every host's link (H hosts), which no
 algorithm can beat (docs/perf/ddp defines it so)."""
-import re
 import statistics
 
 from .common import ROOT, number_after, write_mode_table
+from .step_bound import bound_lines, ring_rate
 
 SYSTEMS = ["coll", "mwms"]
 
@@ -21,12 +21,6 @@ def add_args(p):
 
 
 
-def rate_bytes(rate):
-    """'1gbit' -> bytes per second (tc's units)."""
-    m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", rate or "")
-    return float(m[1]) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m[2]] / 8 if m else None
-
-
 def tf_steps(scn, out, log):
     args = scn.args
     if not args.tf_python:
@@ -35,7 +29,9 @@ def tf_steps(scn, out, log):
     errors = []
     hosts = getattr(scn, "hosts", 1)
     addr = (lambda r: scn.addr(r // scn.per_host)) if hosts > 1 or hasattr(scn, "cluster") else (lambda r: "127.0.0.1")
+    ring_rates = []
     for rnd in range(args.rounds):
+        ring_rates.append(ring_rate(scn))
         for system in SYSTEMS[rnd % 2:] + SYSTEMS[:rnd % 2]:
             cmd = [args.tf_python, str(ROOT / "bench/tf_step.py"), "--mode", system, "--batch", str(args.batch),
                    "--width", str(args.tf_width), "--steps", str(args.steps), "--warmup", "2"]
@@ -59,14 +55,13 @@ def tf_steps(scn, out, log):
              f"{'step (ms)':<44} {cell(c):>10} {cell(m):>10} {(f'{c / m:.3f}' if c and m else '-'):>9}",
              f"{'  of it the forward pass (ms)':<44} {cell(med[('coll', 'forward_ms')]):>10} "
              f"{cell(med[('mwms', 'forward_ms')]):>10}"]
-    link = rate_bytes(getattr(scn, "rate", None))
     params = med[("coll", "params")] or med[("mwms", "params")]
-    if link and params and hosts > 1 and c:
-        wire_ms = 2 * (hosts - 1) / hosts * params * 4 / link * 1e3
-        bound = min(x for x in (med[("coll", "forward_ms")], med[("mwms", "forward_ms")]) if x) + wire_ms
-        lines.append(f"{'bound: forward + all-reduce at the link rate (ms)':<44} {bound:>10.1f}   "
-                     f"(all-reduce {wire_ms:.1f})")
-        lines.append(f"{'step / bound':<44} {c / bound:>10.3f} {(m / bound if m else 0):>10.3f}")
+    forwards = [x for x in (med[("coll", "forward_ms")], med[("mwms", "forward_ms")]) if x]
+    lines += bound_lines(scn, {"coll": c, "mwms": m}, min(forwards) if forwards else None,
+                         params * 4 if params else None, ring_rates)
+    if hosts > 1:
+        lines.append("# bare TCP ring, each round (MB/s a stream): " +
+                     " ".join(f"{r / 1e6:.1f}" if r else "-" for r in ring_rates))
     for (system, key), v in sorted(got.items()):
         if key != "params":
             lines.append(f"# {key} {system}, each round: " + " ".join(cell(x) for x in v))

@@ -115,16 +115,28 @@ class CollKernel : public tf::AsyncOpKernel {
     return out;
   }
 
-  // Allocates an output shaped as the input, then issues fn(comm, input bytes, output bytes,
-  // elements, dtype) through run().
+  // Output 0 in the input's buffer where nothing else holds the input (a gradient the op alone
+  // uses), else a new one: a gradient bucket of 68 MB allocated fresh each step costs its page
+  // faults (TensorFlow's CPU allocator maps large blocks anew) and a pass over memory.
+  static tf::Tensor* forwardOrAllocateOutput(tf::OpKernelContext* ctx, const tf::TensorShape& shape) {
+    tf::Tensor* out = nullptr;
+    auto st = ctx->forward_input_or_allocate_output({0}, 0, shape, &out);
+    if (!st.ok()) throw coll::Error(coll::ErrorCode::InvalidArgument, std::string(st.message()));
+    return out;
+  }
+
+  // An output shaped as the input (the input's own buffer where it can be: coll's ops run in
+  // place), then issues fn(comm, input bytes, output bytes, elements, dtype) through run().
   void runSameShape(tf::OpKernelContext* ctx, DoneCallback done,
                     const std::function<coll::Work(coll::Communicator&, const void*, void*, size_t, coll::DataType)>& fn) {
     coll::DataType type;
     if (!checkInput(ctx, done, &type)) return;
     const tf::Tensor& in = ctx->input(0);
     run(ctx, done, [&](coll::Communicator& c) {
-      tf::Tensor* out = allocateOutput(ctx, in.shape());
-      return fn(c, in.tensor_data().data(), bytesOf(out), static_cast<size_t>(in.NumElements()), type);
+      const size_t n = static_cast<size_t>(in.NumElements());
+      const void* src = in.tensor_data().data();  // before forwarding, which may move the input out
+      tf::Tensor* out = forwardOrAllocateOutput(ctx, in.shape());
+      return fn(c, src, bytesOf(out), n, type);
     });
   }
 
