@@ -56,6 +56,25 @@ TEST(ShmTransport, OnlySomeRanksShareTheHost) {
   }, o));
 }
 
+// Ranks 0 and 1 count ranks 0, 1 and 2 on their host, rank 2 only 0 and itself: every rank's
+// set-up fails, naming a peer and the disagreement, and nobody waits out a deadline for another.
+TEST(ShmTransport, RanksThatDisagreeOnTheirHostFailSetUpClearly) {
+  CaseOptions o;
+  o.ranks = 3;
+  o.create_transport = false;
+  expectAllSucceeded(runCase(kShm, [](Endpoint& ep) {
+    const std::vector<std::vector<int>> peers{{1, 2}, {0, 2}, {0}};
+    const auto start = std::chrono::steady_clock::now();
+    Status st = createFor(kShm, ep, caseConfig(kShm, {}), peers[ep.self.rank], &ep.owned);
+    RANK_CHECK(!st.isOk(), "set-up succeeded though rank 2 does not count rank 1 on its host");
+    const std::string& m = st.message();
+    RANK_CHECK(m.find("disagree on host grouping") != std::string::npos && m.find("peer ") != std::string::npos,
+               "unclear message: %s", m.c_str());
+    RANK_CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10), "set-up took %s to fail",
+               m.c_str());
+  }, o));
+}
+
 // Makes process_vm_readv fail with EPERM in this process, as Docker's default seccomp profile
 // does (without CAP_SYS_PTRACE).
 bool forbidCrossMemoryAttach() {

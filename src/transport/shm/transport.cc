@@ -262,8 +262,9 @@ Status ShmTransport::findChannel(Peer& p) const {
     p.channel = static_cast<uint32_t>(below - (p.rank < dir_.rank ? 1 : 0));
     return Status::ok();
   }
-  return transportError(format("peer %d does not count rank %d as on its host (the ranks disagree on host grouping)",
-                               p.rank, dir_.rank), p.rank);
+  return transportError(format("peer %d counts other ranks on its host than rank %d does (%u local peers there, %zu "
+                               "here): the ranks disagree on host grouping", p.rank, dir_.rank, h->nchannels,
+                               local_peers_.size()), p.rank);
 }
 
 // Decides, before the barrier, whether our inbound channel from `p` may carry CMA descriptors;
