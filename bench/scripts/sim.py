@@ -9,6 +9,9 @@
       validate's table and counts from its two CSVs
   sim.py repeat FIRST.csv SECOND.csv [--tolerance 0.15]
       two measurements of the same validation against each other: the ceiling for compare
+  sim.py goal FIRST.csv SECOND.csv --sim S1.csv [--sim S2.csv] [--agree 0.10] [--tolerance 0.15]
+      coll-sim judged where two measurements agree (issue 52's figures): the repeatable points
+      within 15 %, the geometric-mean error from 64 KiB, the cost of choosing by the simulation
   sim.py scale [--out docs/perf/sim_scale] [--ranks "16 ... 16384"] [--report-only]
       coll-sim alone at 16 to 16,384 ranks on a 100 Gbit/s fat tree: tables.md, sim_scale.png
 
@@ -19,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/, for compare_lib
-from compare_lib import sim_report, sim_scale, sim_validate  # noqa: E402
+from compare_lib import sim_goal, sim_report, sim_scale, sim_validate  # noqa: E402
 
 
 def parse_args(argv):
@@ -37,6 +40,8 @@ def parse_args(argv):
     r.add_argument("first")
     r.add_argument("second")
     r.add_argument("--tolerance", type=float, default=0.15)
+    g = sub.add_parser("goal", help="coll-sim where two measurements agree", description=sim_goal.__doc__)
+    sim_goal.add_args(g)
     s = sub.add_parser("scale", help="coll-sim at 16 to 16,384 ranks", description=sim_scale.__doc__)
     sim_scale.add_args(s)
     return p.parse_args(argv)
@@ -52,6 +57,8 @@ def main(argv):
         sim_report.compare(a)
     elif a.command == "repeat":
         sim_report.repeat(a)
+    elif a.command == "goal":
+        sim_goal.goal(a)
     elif a.report_only:
         sim_scale.report(a.out)
     else:

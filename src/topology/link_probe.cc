@@ -70,6 +70,7 @@ struct PairProbe {
     COLL_RETURN_IF_ERROR(once(kLarge, &best));
     COLL_RETURN_IF_ERROR(once(kLarge, &again));
     best = std::min(best, again);
+    if (initiator && ctx.release_buffers) ctx.release_buffers(peer);  // answered: the peer read it all
     link->beta_Bps = kLarge / std::max(best - 2 * link->alpha_s, best * 0.05);
     link->source = "probe";
     return Status::ok();

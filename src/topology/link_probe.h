@@ -8,8 +8,10 @@
 // where idle peers wake late: link_probe.cc; as an algorithm's step sees it, executor
 // included) and two 2 MiB transfers answered by 8 B (β = 2 MiB / (best time - 2α)). It
 // publishes the figures in the store and every rank reads the same ones: the values are
-// agreed. γ is the reduction kernel's speed (f32 sum of 2 MiB, best of 3) on the first rank of
-// each host; all ranks take the minimum. Then every rank runs one op of 16 chained ring-shift
+// agreed. The initiator then hands back the shared-memory pages its transfers filled (a 1 MiB
+// ring inside a host), so the probe leaves no more than small messages need. γ is the
+// reduction kernel's speed (f32 sum of 2 MiB, best of 3) on the first rank of each host; all
+// ranks take the minimum. Then every rank runs one op of 16 chained ring-shift
 // rounds (8 B to the right, reduced on arrival, then passed on), a warm-up and 3 timed: the
 // loaded step (Topology::loaded_step_s) is the median run / 16, the slowest rank's agreed.
 // Kept apart from the idle α, it tells the cost model what each step of a collective costs
@@ -39,6 +41,9 @@ struct ProbeContext {
   std::string key_prefix;
   bootstrap::Deadline deadline;
   RunProbeSchedule run;  // executes a schedule over this rank's connections (init thread)
+  // Optional: the connection to a peer gives back what the probe's large transfers took from
+  // buffers shared with it (Connection::releaseIdleBuffers; init thread).
+  std::function<void(int peer)> release_buffers;
 };
 
 // Collective: every rank of the job calls it. Fills topo->intra / inter / gamma for the

@@ -131,6 +131,14 @@ class Connection {
   virtual void opBegins(uint64_t /*op_tag*/) {}
   virtual void opEnds(uint64_t /*op_tag*/) {}
 
+  // Gives back the memory a burst of large messages took from a buffer shared with the peer
+  // (a shared-memory ring's pages beyond the first of each slot), where nothing sent on this
+  // connection is still unread; a later large message takes it again. For a one-off burst
+  // such as the start-up link probe's: after it, a pair that only exchanges small messages
+  // holds what small messages need. The transport's own thread only; nothing depends on it
+  // for correctness.
+  virtual void releaseIdleBuffers() {}
+
  protected:
   ConnectionCaps caps_;  // set by the implementation's constructor
   bool streaming_receives_ = false;

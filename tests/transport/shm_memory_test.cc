@@ -100,6 +100,59 @@ TEST(ShmMemory, ARingTakesMemoryOnlyAsItIsWritten) {
   }, o));
 }
 
+// A burst of large messages fills the ring; once the peer has read it all, the sender hands
+// back every slot's pages but the first (Connection::releaseIdleBuffers, as the start-up link
+// probe does after its 2 MiB transfers), and the next large message takes them again and
+// arrives whole. While the peer has a message still to read, nothing is given back.
+TEST(ShmMemory, ARingHandsBackAFinishedBurstsPages) {
+  CaseOptions o;
+  o.ranks = 2;
+  o.configure = [](Config* c) { *c = smallRings(*c); };
+  expectAllSucceeded(runCase(kShm, [](Endpoint& ep) {
+    shm::Geometry g{kSlotBytes, kSlots, 1};
+    g.board = true;
+    const size_t fixed = g.reservedBytes(), page = shm::kPageBytes;
+    auto held = [&] { return ownSegmentBytes(ep.directory); };
+    std::vector<uint8_t> out(kRing), in = recvBuffer(kRing);
+    auto burst = [&](uint8_t seed, uint64_t tag) {
+      fillPattern(out.data(), out.size(), seed);
+      if (ep.self.rank == 0) ep.conns[1]->postSend(out.data(), kRing, tag, tag);
+      if (ep.self.rank == 1) ep.conns[0]->postRecv(in.data(), kRing, tag, tag);
+      for (const auto& [cookie, s] : ep.wait(1)) RANK_CHECK(s.isOk(), "burst %d: %s", int(cookie), s.message().c_str());
+      if (ep.self.rank == 1) checkPattern(in.data(), kRing, seed, "a burst");
+      ep.barrier("burst " + std::to_string(tag));  // rank 1 has read it all
+    };
+    const size_t full = fixed + page + kRing, released = fixed + page + kSlots * page;
+    // Unread: a message in three slots, sent (it fits the ring) before rank 1 receives it.
+    const size_t unread = 2 * kSlotBytes;
+    fillPattern(out.data(), unread, 9);
+    if (ep.self.rank == 0) {
+      ep.conns[1]->postSend(out.data(), unread, 7, 7);
+      for (const auto& [cookie, s] : ep.wait(1)) RANK_CHECK(s.isOk(), "the unread message: %s", s.message().c_str());
+      ep.conns[1]->releaseIdleBuffers();  // must keep every page: rank 1 has read none
+    }
+    ep.barrier("sent unread");
+    if (ep.self.rank == 1) {
+      RANK_CHECK(held() == fixed + page + 2 * kSlotBytes + page, "with a message unread: %zu, expected %zu", held(),
+                 fixed + page + 2 * kSlotBytes + page);
+      std::vector<uint8_t> late = recvBuffer(unread);
+      ep.conns[0]->postRecv(late.data(), unread, 7, 7);
+      for (const auto& [cookie, s] : ep.wait(1)) RANK_CHECK(s.isOk(), "the unread message: %s", s.message().c_str());
+      checkPattern(late.data(), unread, 9, "the message sent before the release");
+    }
+    ep.barrier("read");
+    burst(3, 1);
+    if (ep.self.rank == 1) RANK_CHECK(held() == full, "after a 256 KiB burst: %zu, expected %zu", held(), full);
+    ep.barrier("measured full");
+    if (ep.self.rank == 0) ep.conns[1]->releaseIdleBuffers();
+    ep.barrier("released");
+    if (ep.self.rank == 1) RANK_CHECK(held() == released, "after the release: %zu, expected %zu", held(), released);
+    ep.barrier("measured released");
+    burst(5, 2);
+    if (ep.self.rank == 1) RANK_CHECK(held() == full, "after a second burst: %zu, expected %zu", held(), full);
+  }, o));
+}
+
 // /dev/shm (a private 2 MiB one, in a mount namespace) is filled after set-up: rank 0's first
 // message to rank 1 fails on rank 0 with an error naming /dev/shm, that it is full, the peer
 // and the knobs (the pair's controls take their pages only now); rank 1's receive fails too

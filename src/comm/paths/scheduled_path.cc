@@ -36,7 +36,8 @@ Status ScheduledPath::init(bootstrap::StoreClient& store, const std::string& key
                            std::vector<select::AlgoRule> rules) {
   topology::TopologyOptions options{config_.probe && size_ > 1, config_.topo_file, config_.topo_dump_file};
   topology::ProbeContext ctx{rank_, &store, key_prefix, transport::Clock::now() + config_.timeout,
-                             [this](const algo::Schedule& s, ExecContext& c) { return runSchedule(s, c); }};
+                             [this](const algo::Schedule& s, ExecContext& c) { return runSchedule(s, c); },
+                             [this](int peer) { releaseBuffers(peer); }};
   topology::Topology topo;
   COLL_RETURN_IF_ERROR(topology::buildJobTopology(options, ctx, hosts_, &topo));
   const std::string hash = topo.layoutHash();
@@ -186,6 +187,13 @@ Status ScheduledPath::runGroup(const OpRequest& group, std::string* algorithm) {
 Status ScheduledPath::runSchedule(const algo::Schedule& schedule, ExecContext& ctx) {
   prepare(ctx);
   return coll::execute(schedule, ctx);
+}
+
+// What the start-up probe's large transfers took from buffers shared with `peer` (init thread).
+void ScheduledPath::releaseBuffers(int peer) {
+  transport::Connection* conn = nullptr;
+  transport::Transport* via = nullptr;
+  if (transports_.connect(peer, transport::Clock::now() + config_.timeout, &conn, &via)) conn->releaseIdleBuffers();
 }
 
 void ScheduledPath::prepare(ExecContext& ctx) {

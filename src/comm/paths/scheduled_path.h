@@ -61,6 +61,7 @@ class ScheduledPath final : public ExecutionPath {
   Status runScheduled(const CachedSchedule& cached, const OpRequest& op, uint64_t tag, const OpPlan& plan);
   Status runGroup(const OpRequest& group, std::string* algorithm);
   void prepare(ExecContext& ctx);  // deadline, scratch and connections for one run
+  void releaseBuffers(int peer);   // the start-up probe's, after its large transfers
   Status timedAllreduce(const algo::AlgorithmInfo& algorithm, size_t bytes, double* seconds);
 
   const int rank_, size_;

@@ -252,23 +252,6 @@ bool ShmConnection::pushSends(size_t max_slots) {
   return moved;
 }
 
-// Reserves the pages a write of `bytes` reaches in the slot at head_. A ring's memory is taken as
-// it is first written (layout.h), so a ring that only carries small messages holds a page a slot.
-bool ShmConnection::reserveSlot(size_t bytes) {
-  uint32_t& reserved = reserved_[head_ % e_.outbound.nslots];
-  if (bytes <= reserved) return true;
-  uint8_t* slot = e_.outbound.slot(head_);
-  Status st = commitRange(slot + reserved, bytes - reserved,
-                          format("a slot of the ring that carries messages to peer %d", e_.peer));
-  if (!st) {
-    fail(st);
-    return false;
-  }
-  const auto start = reinterpret_cast<uintptr_t>(slot);
-  reserved = static_cast<uint32_t>(std::min<uint64_t>(e_.outbound.slot_bytes, roundUpToPage(start + bytes) - start));
-  return true;
-}
-
 bool ShmConnection::outboundFull() {
   if (head_ - tail_seen_ < e_.outbound.nslots) return false;
   tail_seen_ = e_.outbound.control->tail.load(kAcquire);

@@ -57,6 +57,7 @@ class ShmConnection : public Connection {
 
   int peer() const override { return e_.peer; }
   std::string describe() const override;  // "peer 3 (same host, shm, cma)"
+  void releaseIdleBuffers() override;
   void postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) override;
   // Each slot's payload, once copied in, is streamed on into `copy` from the slot (in cache).
   void postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) override;

@@ -13,11 +13,13 @@
 // Only the header (and the board, where the communicator uses it) is reserved when the segment
 // is made; everything else is a hole until a pair first talks: the first request on a channel
 // reserves its control's page (either side, segment.h commitRange) and the sender reserves a
-// ring's pages as it writes them. Zeroes are every field's starting value, so nothing is
-// written before use. A rank no peer talks to costs its host a header page, and a host's
-// shared memory grows with the channels in use, not with the square of its ranks. What every
-// peer reads at set-up (which channel is whose, whether the owner may read the sender's memory)
-// is in the header; channel i of a segment is the owner's i-th local peer in rank order.
+// ring's pages as it writes them (and, after a one-off burst its peer has read, such as the
+// start-up link probe's, gives back all but each slot's first: ring_pages.cc). Zeroes are
+// every field's starting value, so nothing is written before use. A rank no peer talks to
+// costs its host a header page, and a host's shared memory grows with the channels in use, not
+// with the square of its ranks. What every peer reads at set-up (which channel is whose,
+// whether the owner may read the sender's memory) is in the header; channel i of a segment
+// is the owner's i-th local peer in rank order.
 //
 // Counters only grow (head, tail, cma_done), so "full" is head - tail == nslots and no slot is
 // ever ambiguous. Each counter has one writer; the other side reads it with acquire. Fields

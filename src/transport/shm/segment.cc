@@ -145,6 +145,12 @@ Status openSegment(const std::string& name, Mapping* out) {
 
 void unlinkSegment(const std::string& name) { ::shm_unlink(name.c_str()); }
 
+bool releaseRange(void* address, size_t bytes) {
+  const auto begin = roundUpToPage(reinterpret_cast<uintptr_t>(address));
+  const auto end = (reinterpret_cast<uintptr_t>(address) + bytes) / kPageBytes * kPageBytes;
+  return end <= begin || ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_REMOVE) == 0;
+}
+
 Status commitRange(void* address, size_t bytes, const std::string& what) {
   auto begin = reinterpret_cast<uintptr_t>(address) / kPageBytes * kPageBytes;
   auto end = roundUpToPage(reinterpret_cast<uintptr_t>(address) + bytes);

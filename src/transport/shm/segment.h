@@ -63,6 +63,11 @@ Status createSegment(const std::string& name, const Geometry& g, int host_ranks,
 // this error, naming `what` and the knobs, rather than a SIGBUS mid-copy.
 Status commitRange(void* address, size_t bytes, const std::string& what);
 
+// Gives the pages wholly inside [address, address + bytes) back to /dev/shm (MADV_REMOVE): they
+// read as zeroes from then on, in every process that maps them, and the next write takes a new
+// page. False where the kernel refused (the pages stay; nothing else changes).
+bool releaseRange(void* address, size_t bytes);
+
 // Maps an existing segment read-write.
 Status openSegment(const std::string& name, Mapping* out);
 
