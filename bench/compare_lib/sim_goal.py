@@ -67,20 +67,26 @@ def selector_picks(paths):
     return picks
 
 
+def _cells(pts):
+    """(collective, bytes) -> {algorithm: point}."""
+    cells = defaultdict(dict)
+    for (c, algo, b), p in pts.items():
+        cells[(c, b)][algo] = p
+    return cells
+
+
 def choice_cost(pts, picks=None):
     """Per (collective, bytes): the measured (reference) time of the simulation's fastest
     algorithm over the measured fastest's. Where the simulation prices several the same
     (within TIE), it cannot choose between them, and its choice is the one coll's selector makes
     among them (`picks`), else the first by name."""
-    cells = defaultdict(dict)
-    for (c, algo, b), p in pts.items():
-        cells[(c, b)][algo] = p
     out = {}
-    for key, d in cells.items():
+    for key, d in _cells(pts).items():
         best_measured = min(p[2] for p in d.values())
         fastest_sim = min(p[3] for p in d.values())
         tied = sorted(al for al in d if d[al][3] <= fastest_sim * (1 + TIE))
-        sim_pick = (picks or {}).get(key) if (picks or {}).get(key) in tied else tied[0]
+        selector = (picks or {}).get(key)
+        sim_pick = selector if selector in tied else tied[0]
         out[key] = (d[sim_pick][2] / best_measured, sim_pick, min(d, key=lambda al: d[al][2]))
     return out
 
@@ -88,11 +94,8 @@ def choice_cost(pts, picks=None):
 def measured_choice(pts):
     """How often each measurement's fastest is within 10 % of the other's fastest, by the other's
     times: the same figure as the simulation's, for a second measurement in its place."""
-    cells = defaultdict(dict)
-    for (c, algo, b), p in pts.items():
-        cells[(c, b)][algo] = p
     counts = [0, 0]
-    for d in cells.values():
+    for d in _cells(pts).values():
         for i, j in ((0, 1), (1, 0)):
             pick = min(d, key=lambda al: d[al][i])
             counts[i] += d[pick][j] <= 1.10 * min(p[j] for p in d.values())
@@ -134,8 +137,6 @@ def report(pts, agree, tolerance, out=sys.stdout, title="", picks=None):
               file=out)
         for (c, b), (r, pick, best) in bad:
             print(f"  {c} {b}: {pick} / {best} ({r:.2f})", file=out)
-    return {"repeatable": len(rep), "hit": len(hit), "near": near, "sizes": len(cost),
-            "geo_big": geo_error(big_all), "geo_big_repeatable": geo_error(big_rep)}
 
 
 def add_args(p):
