@@ -51,16 +51,19 @@ inline std::string pythonName(const std::string& op_type) {
   return name;
 }
 
-// A refusal before anything was sent is InvalidArgument, as TensorFlow's own; the rest Internal.
+// A refusal before anything was sent is InvalidArgument, as TensorFlow's own; the rest Internal,
+// with coll's own code (Mismatch, PeerLost, Timeout, ...) named, since TensorFlow's has no room
+// for it.
 inline tf::Status failed(const std::string& op, const std::exception& e) {
   auto* err = dynamic_cast<const coll::Error*>(&e);
   if (err && err->code() == coll::ErrorCode::InvalidArgument) return tf::errors::InvalidArgument("coll ", op, ": ", e.what());
+  if (err) return tf::errors::Internal("coll ", op, " (", coll::toString(err->code()), "): ", e.what());
   return tf::errors::Internal("coll ", op, ": ", e.what());
 }
 
 // The op's status once `work` finished: coll's error, if any, names the op, ranks and cause.
 inline tf::Status statusOf(const coll::Work& work, const std::string& op) {
-  if (auto err = work.error()) return tf::errors::Internal("coll ", op, ": ", err->what());
+  if (auto err = work.error()) return failed(op, *err);
   return tf::Status();
 }
 
