@@ -118,13 +118,16 @@ def measure(a, out, tag, work):
 
 
 def send_buffer(rate, wmem_max):
-    """What a sender may leave queued: its peer's two socket buffers and the 20 ms of traffic
-    netcluster's tbf queues ("latency 20ms"). Linux grants a socket twice what coll asks
-    (COLL_SOCKET_BUFFER, 4 MiB) up to twice net.core.wmem_max, which the measurement records
-    (sets measured before it did: 212992, Linux's default, 832 KiB for the two sockets)."""
+    """What a sender may leave queued: the buffers of the sockets it sends to its peer on and
+    the 20 ms of traffic netcluster's tbf queues ("latency 20ms"). Linux grants a socket twice
+    what coll asks (COLL_SOCKET_BUFFER, 4 MiB) up to twice net.core.wmem_max, which the
+    measurement records (sets measured before it did: 212992, Linux's default). coll stripes
+    over its two streams a peer only where the link carries 0.5 GB/s or more, one below
+    (transport/socket/transport.cc)."""
     unit = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[rate[-4:]]
+    link_Bps = float(rate[:-4]) * unit / 8
     sock = 2 * min(4 << 20, wmem_max)
-    return int(2 * sock + float(rate[:-4]) * unit / 8 * 0.020)
+    return int((2 if link_Bps >= 0.5e9 else 1) * sock + link_Bps * 0.020)
 
 
 def simulate(a, out, tag, work):

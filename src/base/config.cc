@@ -103,6 +103,7 @@ Config Config::fromEnvironment() {
   readLogLevel(&c);
   readString("COLL_DEBUG_SUBSYS", &c.log_subsystems);
   readInt("COLL_SOCKET_NSTREAMS", 1, 64, &c.socket_nstreams);
+  c.socket_nstreams_auto = env("COLL_SOCKET_NSTREAMS") == nullptr;
   readString("COLL_SOCKET_IFNAME", &c.socket_ifname);
   size_t buf = c.socket_buffer_bytes;
   readBytes("COLL_SOCKET_BUFFER", 0, 1ull << 30, &buf);

@@ -15,6 +15,7 @@ struct Config {
   LogLevel log_level = LogLevel::warn;         // COLL_DEBUG = NONE | WARN | INFO | TRACE
   std::string log_subsystems;                  // COLL_DEBUG_SUBSYS: e.g. "INIT,NET" (empty: all)
   int socket_nstreams = 2;                     // COLL_SOCKET_NSTREAMS: TCP streams per peer
+  bool socket_nstreams_auto = true;            // COLL_SOCKET_NSTREAMS unset: one in use where one carries the link
   std::string socket_ifname;                   // COLL_SOCKET_IFNAME: interface for data sockets
   int socket_buffer_bytes = 4 << 20;           // COLL_SOCKET_BUFFER: SO_SNDBUF/SO_RCVBUF
   // A socket receive with at least this much still to come sleeps until this much has arrived

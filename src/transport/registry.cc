@@ -26,6 +26,10 @@ void TransportSet::abort(const std::string& reason) {
   for (auto& t : owned) t->abort(reason);
 }
 
+void TransportSet::adviseLinkRate(double inter_host_Bps) {
+  for (auto& t : owned) t->adviseLinkRate(inter_host_Bps);
+}
+
 std::string TransportSet::summary(int rank) const {
   std::map<std::string, std::string> peers_by_name;
   for (size_t p = 0; p < for_peer.size(); ++p) {

@@ -24,6 +24,7 @@ struct TransportSet {
   // The connection to a peer through its transport.
   Status connect(int peer, Deadline deadline, Connection** conn, Transport** via) const;
   void abort(const std::string& reason);
+  void adviseLinkRate(double inter_host_Bps);  // Transport::adviseLinkRate, to each
   std::string summary(int rank) const;  // "peers 1,2,3 via shm; peers 4,5 via socket"
 };
 

@@ -199,6 +199,12 @@ class Transport {
   // so a caller waiting on this transport alone need not poll it first (executor.cc).
   virtual bool pollsBeforeSleeping() const { return false; }
 
+  // The bandwidth between hosts every rank agreed on (the link probe's, or the topology
+  // file's), once, on the thread that ran the probe, after it and before any other message:
+  // a transport may choose how it moves bytes by it, for connections made before and after,
+  // since every rank changes at the same point of every connection. Nothing else depends on it.
+  virtual void adviseLinkRate(double /*inter_host_Bps*/) {}
+
   // Where every rank of the communicator shares this transport's memory: the board for small
   // all-reduces (small_op_board.h). Null elsewhere.
   virtual SmallOpBoard* board() { return nullptr; }

@@ -40,6 +40,8 @@ Status ScheduledPath::init(bootstrap::StoreClient& store, const std::string& key
                              [this](int peer) { releaseBuffers(peer); }};
   topology::Topology topo;
   COLL_RETURN_IF_ERROR(topology::buildJobTopology(options, ctx, hosts_, &topo));
+  // A measured rate only (the probe's or a file's), not the default COLL_PROBE=0 leaves.
+  if (topo.numHosts() > 1 && topo.inter.source.rfind("default", 0) != 0) transports_.adviseLinkRate(topo.inter.beta_Bps);
   const std::string hash = topo.layoutHash();
   selector_ = std::make_unique<select::Selector>(std::move(rules), std::move(topo), config_.slice_bytes);
   selector_->setDeterministic(config_.deterministic);

@@ -51,8 +51,9 @@ SocketConnection::~SocketConnection() {
 }
 
 std::string SocketConnection::describe() const {
-  return format("peer %d (%s, socket, %zu stream%s)", peer_, remote_.c_str(), streams_.size(),
-                streams_.size() == 1 ? "" : "s");
+  std::string in_use = stripe() < streams_.size() ? format(", %zu in use", stripe()) : "";
+  return format("peer %d (%s, socket, %zu stream%s%s)", peer_, remote_.c_str(), streams_.size(),
+                streams_.size() == 1 ? "" : "s", in_use.c_str());
 }
 
 void SocketConnection::complete(uint64_t cookie, Status status) {
@@ -68,14 +69,14 @@ Status SocketConnection::ioError(const boost::system::error_code& ec, const char
 
 void SocketConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
   if (!failure_.isOk()) return complete(cookie, failure_);
-  Stream& s = *streams_[sends_posted_++ % streams_.size()];
+  Stream& s = *streams_[sends_posted_++ % stripe()];
   s.sends.push_back(SendRequest{MessageHeader{kDataMagic, 0, tag, bytes}, data, cookie});
   if (!s.sending) startSend(s);
 }
 
 void SocketConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t cookie) {
   if (!failure_.isOk()) return complete(cookie, failure_);
-  Stream& s = *streams_[recvs_posted_++ % streams_.size()];
+  Stream& s = *streams_[recvs_posted_++ % stripe()];
   s.recvs.push_back(RecvRequest{data, bytes, tag, cookie});
   if (!s.receiving) startRecv(s);
 }
@@ -84,7 +85,7 @@ bool SocketConnection::unreadMessage(uint64_t* tag, uint64_t* bytes) {
   if (!failure_.isOk() || streams_.empty()) return false;
   for (const auto& s : streams_)
     if (!s->recvs.empty()) return false;
-  Stream& next = *streams_[recvs_posted_ % streams_.size()];
+  Stream& next = *streams_[recvs_posted_ % stripe()];
   MessageHeader h{};
   if (::recv(next.socket.native_handle(), &h, sizeof h, MSG_PEEK | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof h) ||
       h.magic != kDataMagic)

@@ -1,8 +1,12 @@
 // A socket Connection: one or more TCP streams to one peer, driven by the transport's
 // io_context on the progress thread. Message k (per direction) travels on stream k mod n, so
-// a pipelined algorithm's consecutive slices are striped across streams with no reassembly.
+// a pipelined algorithm's consecutive slices are striped across streams with no reassembly;
+// n is the stripe: every stream, or fewer once the transport learns the link is slow enough
+// for one stream to carry it (SocketTransport::adviseLinkRate).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -34,6 +38,11 @@ class SocketConnection : public Connection {
                      uint64_t send_cookie) override;
   // Peeks (MSG_PEEK) at the header of the next message, on the stream it will come by.
   bool unreadMessage(uint64_t* tag, uint64_t* bytes) override;
+
+  // From the next message on in each direction, stripe over the first n streams (at least
+  // one). Both ends must change between the same two messages of each direction: the
+  // transport changes them where nothing is posted between (adviseLinkRate).
+  void setStripe(size_t n) { stripe_ = std::max<size_t>(n, 1); }
 
   // Fails everything posted, now and later, with `status`, and closes the streams.
   void fail(const Status& status);
@@ -101,6 +110,8 @@ class SocketConnection : public Connection {
   bool relay_;
   uint64_t sends_posted_ = 0;
   uint64_t recvs_posted_ = 0;
+  size_t stripe_ = SIZE_MAX;  // streams in use: min(stripe_, streams_.size())
+  size_t stripe() const { return std::min(stripe_, streams_.size()); }
   Status failure_;  // the first error sticks
 };
 

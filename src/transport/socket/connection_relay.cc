@@ -128,8 +128,8 @@ void SocketConnection::postRecvRelay(void* data, size_t bytes, uint64_t tag, uin
   r->bytes = bytes;
   r->from = this;
   r->to = to;
-  r->in = streams_[recvs_posted_++ % streams_.size()].get();
-  r->out = to->streams_[to->sends_posted_++ % to->streams_.size()].get();
+  r->in = streams_[recvs_posted_++ % stripe()].get();
+  r->out = to->streams_[to->sends_posted_++ % to->stripe()].get();
   r->out->sends.push_back(SendRequest{MessageHeader{kDataMagic, 0, tag, bytes}, data, send_cookie, r});
   r->in->recvs.push_back(RecvRequest{data, bytes, tag, recv_cookie, r});
   if (!r->out->sending) to->startSend(*r->out);

@@ -27,6 +27,16 @@ constexpr auto kHandshakeLimit = std::chrono::seconds(5);  // per accepted strea
 // How often progress() looks at the listener for dials on demand while nothing is being set up
 // (an accept4 a call would tax the engine's spin; its poll wakes on the listener anyway).
 constexpr auto kListenerCheck = std::chrono::microseconds(200);
+// Below this rate between hosts one TCP stream per peer carries the link, and striping over
+// more only costs: on netcluster 4 x 1 at 1 Gbit/s (2026-12-04, all_reduce_perf -Q, two
+// interleaved rounds) one stream took the 2 MiB all-reduce by rhd from 37-38 ms to 31-32,
+// tree 52-53 to 41-43, direct 38-45 to 32-33, ring level (26-28); at 64 MiB ring level,
+// the others 3-7 % faster; on 2 x 2 hierarchical level at 2 MiB and 1-2 % faster at 64 MiB.
+// Two streams of one peer share a FIFO queue in which the one with the smaller window waits
+// out the other's backlog at every round trip, and a step is done only when both are.
+// Where the CPUs are the limit (10 Gbit/s and unshaped veth here) two streams are faster
+// (docs/PERFORMANCE.md, Tried: one TCP stream per peer), so they stay above it.
+constexpr double kOneStreamCarriesBps = 0.5e9;
 
 void setBuffers(int fd, int bytes) {
   if (bytes <= 0) return;  // 0: leave the kernel's autotuning alone
@@ -77,6 +87,7 @@ class SocketTransport : public Transport {
       if (!st) return st;
       auto conn = std::make_unique<SocketConnection>(io_, peer, remote, std::move(fds), &completions_,
                                                      config_.socket_wake_bytes, config_.socket_relay);
+      conn->setStripe(stripe_);
       COLL_INFO("NET", "connected to %s", conn->describe().c_str());
       it = connections_.emplace(peer, std::move(conn)).first;
     }
@@ -99,6 +110,19 @@ class SocketTransport : public Transport {
     for (auto& [peer, conn] : connections_) conn->addPollFds(fds);
     if (on_demand_) on_demand_->addPollFds(fds);
     return true;
+  }
+
+  // Connections made before (the probe's) change too: every rank advises right after the probe,
+  // which finished posting on both ends of each, and before posting anything else.
+  void adviseLinkRate(double inter_host_Bps) override {
+    if (!config_.socket_nstreams_auto || advised_ || !(inter_host_Bps > 0)) return;
+    advised_ = true;
+    if (inter_host_Bps >= kOneStreamCarriesBps || config_.socket_nstreams == 1) return;
+    stripe_ = 1;
+    for (auto& [peer, conn] : connections_) conn->setStripe(stripe_);
+    COLL_INFO("NET", "links between hosts carry %.3f GB/s, below %.1f that one TCP stream carries: one of the %d "
+              "streams per peer in use (setting COLL_SOCKET_NSTREAMS uses them all)", inter_host_Bps / 1e9,
+              kOneStreamCarriesBps / 1e9, config_.socket_nstreams);
   }
 
   bool armForPoll() override { return completions_.empty() && made_.empty() && !abort_.raised(); }
@@ -216,6 +240,7 @@ class SocketTransport : public Transport {
       }
       auto conn = std::make_unique<SocketConnection>(io_, m.peer, m.remote, std::move(m.fds), &completions_,
                                                      config_.socket_wake_bytes, config_.socket_relay);
+      conn->setStripe(stripe_);
       COLL_INFO("NET", "connected on demand to %s", conn->describe().c_str());
       made_.push_back({m.peer, conn.get(), Status::ok()});
       connections_[m.peer] = std::move(conn);
@@ -235,6 +260,8 @@ class SocketTransport : public Transport {
   Clock::time_point next_listener_check_{};
   std::vector<OnDemandConnection> made_;  // for takeConnected()
   AbortSignal abort_;
+  size_t stripe_ = SIZE_MAX;  // streams each connection stripes over (adviseLinkRate)
+  bool advised_ = false;      // the first advice holds: later ones could find messages in flight
 };
 
 }  // namespace
