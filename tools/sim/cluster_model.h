@@ -33,7 +33,9 @@ struct Fabric {
   double burst_bytes = 0;        // NICs shaped by a token bucket of this many bytes (netcluster's tbf); 0: none
   // A send across hosts is done once the rest of it fits in the send buffers of its peer's
   // sockets: COLL_SOCKET_NSTREAMS (2) sockets, each asking for 4 MiB (COLL_SOCKET_BUFFER), of
-  // which Linux grants twice net.core.wmem_max (212992 by default).
+  // which Linux grants twice net.core.wmem_max (212992 by default). On links under 0.5 GB/s
+  // coll sends on one of them (transport/socket/transport.cc): give --send-buffer 425984 there,
+  // as bench/compare_lib/sim_validate.py does.
   double send_buffer_bytes = 2 * 425984;
   // Inside a host a send is done once the rest fits in the shared-memory ring between the two
   // ranks (COLL_SHM_NSLOTS x COLL_SHM_SLOT_BYTES: 8 x 128 KiB): a larger message waits for its
