@@ -4,8 +4,8 @@
 Each round runs one job per environment (in the order given, one further on each round, so
 none always goes first), each job timing every algorithm of one size side by side
 (all_reduce_perf or broadcast_perf -Q, out of place, -j rounds of -n ops after one untimed op
-each, the median of the rounds). The
-table gives each algorithm's time per op in every round, then the median over rounds.
+each, the median of the rounds). The table gives each algorithm's time per op in every round,
+then the median over rounds.
 
     bench/scripts/env_ab.py --hosts 4 --per-host 1 --size 2M --env "" --env COLL_SOCKET_NSTREAMS=2
     bench/scripts/env_ab.py --hosts 2 --per-host 2 --size 64M --iters 3 --algos ring,hierarchical \\
