@@ -27,6 +27,9 @@ struct CommOptions {
   int local_rank = -1;        // -1: unknown (derived from host grouping)
   std::string store_address;  // "host:port" of the rendezvous store
   bool host_store = false;    // this process serves the store at store_address (normally rank 0)
+  // > 1: store_address's port was derived, not chosen, and may be taken; the store is served
+  // on the first free one of it and the next store_port_tries - 1, and looked for there.
+  int store_port_tries = 1;
   std::string secret;         // the job secret; empty: taken from COLL_JOB_SECRET
   std::string name = "world"; // distinguishes several communicators on one store
   // A store the caller already runs (see store.h); when set, store_address and host_store

@@ -114,6 +114,25 @@ Status connectTcp(const std::string& host, int port, Deadline deadline, UniqueFd
                              port, err ? std::strerror(err) : "no answer"));
 }
 
+Status connectTcpOnce(const std::string& host, int port, Deadline deadline, UniqueFd* out, bool* listening) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (rc != 0) return invalidArgument(format("cannot resolve '%s': %s", host.c_str(), gai_strerror(rc)));
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+  int err = 0;
+  for (const addrinfo* ai = res; ai; ai = ai->ai_next) {
+    COLL_RETURN_IF_ERROR(connectOnce(ai, deadline, out, &err));
+    if (err == 0) break;
+  }
+  *listening = err == 0;
+  if (err != 0 && err != ECONNREFUSED)
+    return transportError(format("connect to %s:%d: %s", host.c_str(), port, std::strerror(err)));
+  return Status::ok();
+}
+
 Status writeAll(int fd, const void* buf, size_t n, Deadline deadline, const char* what) {
   const char* p = static_cast<const char*>(buf);
   while (n > 0) {

@@ -33,6 +33,10 @@ class UniqueFd {
 // Connects to host:port (numeric or resolvable), retrying refused connections until the
 // deadline, since the listener may not be up yet. TCP_NODELAY is set.
 Status connectTcp(const std::string& host, int port, Deadline deadline, UniqueFd* out);
+// One attempt at each of host's addresses, no retry: *listening is false when nothing
+// listens there (refused), and the status an error only for a real failure (no route, the
+// deadline, an unresolvable host). For a caller that tries several ports in turn.
+Status connectTcpOnce(const std::string& host, int port, Deadline deadline, UniqueFd* out, bool* listening);
 
 // Reads or writes exactly n bytes. PeerLost on EOF or reset, Timeout at the deadline.
 // `what` names the exchange for error messages ("store handshake", "data handshake").

@@ -4,6 +4,7 @@
 // build has it (pmix_exchange.h) and the launcher started a PMIx server beside the rank.
 #include "bootstrap/launch_env.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "bootstrap/pmi1.h"
 #include "bootstrap/pmix_exchange.h"
 #include "bootstrap/slurm_hostlist.h"
+#include "bootstrap/store_port_range.h"
 #include "base/config.h"
 #include "base/log.h"
 
@@ -72,9 +74,17 @@ Status fromMasterAddr(LaunchInfo* info, const char* launcher) {
   int port = 0;
   if (!envInt("MASTER_PORT", &port) || port <= 0 || port > 65535) return invalidArgument("MASTER_PORT is not a port number");
   // Under torchrun the agent's own TCPStore already holds MASTER_PORT; ours listens next to it.
+  // Either way torchrun's port is one it found free and let go (c10d), or its neighbour: taken
+  // by the time rank 0 binds it, now and then, so the next ones are tried too.
   std::string agent = env("TORCHELASTIC_USE_AGENT_STORE") ? env("TORCHELASTIC_USE_AGENT_STORE") : "";
   int store_port = port;
-  if (!envInt("COLL_STORE_PORT", &store_port) && (agent == "True" || agent == "1")) store_port = port + 1;
+  if (!envInt("COLL_STORE_PORT", &store_port)) {
+    if (agent == "True" || agent == "1") store_port = port + 1;
+    if (std::string(launcher) == "torchrun") {
+      store_port = std::min(store_port, 65536 - kDerivedStorePortTries);
+      info->store_port_tries = kDerivedStorePortTries;
+    }
+  }
   info->store_address = std::string(env("MASTER_ADDR")) + ":" + std::to_string(store_port);
   info->host_store = info->rank == 0;
   // Not the world size: ranks that disagree on it must meet at the store to be told so.
@@ -236,7 +246,10 @@ Status fromSlurm(LaunchInfo* info) {
   // MASTER_PORT; else the step's first reserved port (MpiParams=ports=..., the same on every node
   // of the step, and no other step's); else one derived from the job id, the same on every rank.
   int port = 0;
-  if (!envInt("MASTER_PORT", &port) && !firstReservedPort(&port)) port = 20000 + job % 20000;
+  if (!envInt("MASTER_PORT", &port) && !firstReservedPort(&port)) {
+    port = 20000 + job % 20000;
+    info->store_port_tries = kDerivedStorePortTries;
+  }
   info->store_address = first + ":" + std::to_string(port);
   info->host_store = info->rank == 0;
   takeSecret(info, "slurm/" + std::to_string(job) + "/" + (env("SLURM_STEP_ID") ? env("SLURM_STEP_ID") : "0"));

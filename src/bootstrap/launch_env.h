@@ -23,6 +23,7 @@ struct LaunchInfo {
   int local_rank = -1;
   std::string store_address; // host:port
   bool host_store = false;   // this rank must serve the store (rank 0 without collrun)
+  int store_port_tries = 1;  // > 1: the port was derived and may be taken (store_port_range.h)
   std::string secret;        // may be derived; see secret_origin
   std::string secret_origin; // "COLL_JOB_SECRET", "collrun", or "derived from <ids>"
   std::string rendezvous_file; // rank 0 removes it once every rank has joined

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fd_io.h"
 #include "base/status.h"
 
 namespace coll::bootstrap {
@@ -46,6 +47,9 @@ class StoreClient {
   // Retries connecting until the deadline (the server may start later than its clients).
   static Status connect(const std::string& address, const std::string& secret, Deadline deadline,
                         std::unique_ptr<StoreClient>* out);
+  // The handshake over a connection already open to `address` (store_port_range.h).
+  static Status open(UniqueFd fd, const std::string& address, const std::string& secret, Deadline deadline,
+                     std::unique_ptr<StoreClient>* out);
   virtual ~StoreClient() = default;
 
   virtual Status set(const std::string& key, const std::string& value, Deadline deadline) = 0;

@@ -185,6 +185,11 @@ Status StoreClient::connect(const std::string& address, const std::string& secre
   UniqueFd fd;
   Status st = connectTcp(host, port, deadline, &fd);
   if (!st) return Status(st.code(), format("rendezvous store %s: %s", address.c_str(), st.message().c_str()));
+  return open(std::move(fd), address, secret, deadline, out);
+}
+
+Status StoreClient::open(UniqueFd fd, const std::string& address, const std::string& secret, Deadline deadline,
+                         std::unique_ptr<StoreClient>* out) {
   auto client = std::make_unique<TcpStoreClient>(std::move(fd), address);
   COLL_RETURN_IF_ERROR(client->handshake(secret, deadline));
   *out = std::move(client);

@@ -38,6 +38,7 @@ std::unique_ptr<Communicator> Communicator::fromEnvironment() {
   options.local_rank = info.local_rank;
   options.store_address = info.store_address;
   options.host_store = info.host_store;
+  options.store_port_tries = info.store_port_tries;
   options.secret = info.secret;
   auto comm = create(options);
   // create() returns after the init barrier: every rank has read the file by now.

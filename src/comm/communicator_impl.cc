@@ -53,12 +53,12 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   // Launch mistakes (a duplicate rank, a disagreeing world size, a rank that never starts)
   // are named here, on every rank, before they can surface as something else.
   bootstrap::RollCall roll{impl->rank_, impl->size_,
-                           options.store ? std::string("the store") : "the store at " + options.store_address,
-                           impl->store_server_ != nullptr, impl->storeConnector(options)};
+                           options.store ? std::string("the store") : "the store at " + impl->options_.store_address,
+                           impl->store_server_ != nullptr, impl->storeConnector()};
   COLL_RETURN_IF_ERROR(bootstrap::rollCall(*impl->store_, impl->key_prefix_, roll, transport::Clock::now() + config.timeout));
   startup.endPhase("roll call", impl->store_.get());
   COLL_RETURN_IF_ERROR(LedgerResponder::start(
-      impl->storeConnector(options), impl->key_prefix_, &impl->ledger_,
+      impl->storeConnector(), impl->key_prefix_, &impl->ledger_,
       [p = impl.get()](int64_t question, const std::string& why) { p->revokedBy(question, why); },
       transport::Clock::now() + config.timeout, &impl->responder_));
   COLL_RETURN_IF_ERROR(impl->announcePresence(options));
@@ -67,7 +67,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   auto deadline = transport::Clock::now() + config.timeout;
   COLL_RETURN_IF_ERROR(bootstrap::exchangeHostIds(*impl->store_, impl->key_prefix_, impl->rank_, impl->size_,
                                                  bootstrap::localHostId(config.host_id, impl->rank_), deadline, &impl->hosts_,
-                                                 impl->storeConnector(options)));
+                                                 impl->storeConnector()));
   startup.endPhase("hosts", impl->store_.get());
   if (impl->local_rank_ < 0) impl->local_rank_ = impl->hosts_.local_rank;
   impl->budgetDescriptors();
@@ -126,7 +126,7 @@ void CommunicatorImpl::budgetDescriptors() {
 // stand on the scheduled one. Init thread, before the progress thread exists.
 Status CommunicatorImpl::startPaths(const CommOptions& options, const transport::PeerDirectory& dir,
                                     std::vector<select::AlgoRule> rules) {
-  COLL_RETURN_IF_ERROR(P2pPath::start(config_, dir, hosts_, storeConnector(options),
+  COLL_RETURN_IF_ERROR(P2pPath::start(config_, dir, hosts_, storeConnector(),
                                       [this](const Error& e) { fail(Error(e.code(), format("rank %d: %s", rank_, e.what()))); },
                                       &p2p_));
   startup_.endPhase("point-to-point", store_.get(), p2p_->startTraffic());

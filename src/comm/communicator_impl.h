@@ -85,7 +85,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   CommunicatorImpl(const CommOptions& options, const Config& config);
   Status connectStore(const CommOptions& options);
   // Opens another client of the same store (the ledger responder parks a GET on its own).
-  LedgerResponder::Connect storeConnector(const CommOptions& options) const;
+  LedgerResponder::Connect storeConnector() const;
   Status connectNeighbours();
   void budgetDescriptors();  // raises the open-file limit the job needs, or warns (base/descriptor_limit.h)
   // The paths, made once the transports exist (comm/paths/).

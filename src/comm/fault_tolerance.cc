@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "bootstrap/external_store.h"
+#include "bootstrap/store_port_range.h"
 #include "comm/communicator_impl.h"
 #include "comm/grow.h"
 #include "comm/ledger_exchange.h"
@@ -27,7 +28,7 @@ int64_t nowNs() {
 Status CommunicatorImpl::announcePresence(const CommOptions& options) {
   std::unique_ptr<bootstrap::StoreClient> presence;
   const auto deadline = transport::Clock::now() + config_.timeout;
-  COLL_RETURN_IF_ERROR(storeConnector(options)(deadline, &presence));
+  COLL_RETURN_IF_ERROR(storeConnector()(deadline, &presence));
   Status st = presence->appendWhenClosed(goneKey(), std::to_string(rank_), deadline);
   if (st.code() == ErrorCode::Unsupported && !st) {
     COLL_INFO("INIT", "rank %d: %s: a dead rank is found by its peers' errors and agreement deadlines only",
@@ -41,7 +42,7 @@ Status CommunicatorImpl::announcePresence(const CommOptions& options) {
 
 Status CommunicatorImpl::withFtStore(const std::function<Status(bootstrap::StoreClient&)>& call) {
   std::lock_guard<std::mutex> lock(ft_mu_);
-  if (!ft_store_) COLL_RETURN_IF_ERROR(storeConnector(options_)(transport::Clock::now() + kStoreCallLimit, &ft_store_));
+  if (!ft_store_) COLL_RETURN_IF_ERROR(storeConnector()(transport::Clock::now() + kStoreCallLimit, &ft_store_));
   Status st = call(*ft_store_);
   if (!st && st.code() != ErrorCode::InvalidArgument) ft_store_.reset();  // a broken exchange: reconnect next time
   return st;
@@ -167,7 +168,11 @@ Status CommunicatorImpl::join(const CommOptions& options, const Config& config, 
       *store = bootstrap::wrapExternalStore(asked.store);
       return Status::ok();
     }
-    return bootstrap::StoreClient::connect(asked.store_address, asked.secret, by, store);
+    std::string found;
+    Status st = bootstrap::connectInPortRange(asked.store_address, asked.store_port_tries, asked.secret, by, store, &found);
+    asked.store_address = found;  // where the store turned out to be: the admission and later calls go there
+    if (st) asked.store_port_tries = 1;
+    return st;
   };
   std::unique_ptr<bootstrap::StoreClient> store;
   COLL_RETURN_IF_ERROR(connect(deadline, &store));

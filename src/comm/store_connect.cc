@@ -3,6 +3,7 @@
 // gave (torch's), and how its other threads open connections of their own to the same store.
 #include "base/log.h"
 #include "bootstrap/external_store.h"
+#include "bootstrap/store_port_range.h"
 #include "comm/communicator_impl.h"
 
 namespace coll {
@@ -15,31 +16,41 @@ Status CommunicatorImpl::connectStore(const CommOptions& options) {
   }
   int port = 0;
   COLL_RETURN_IF_ERROR(bootstrap::splitHostPort(options.store_address, &store_host_, &port));
+  auto deadline = transport::Clock::now() + config_.timeout;
+  std::string found;
+  Status st;
   if (options.host_store) {
     std::unique_ptr<bootstrap::StoreServer> server;
-    Status st = bootstrap::StoreServer::start("0.0.0.0", port, secret_, &server);
+    st = bootstrap::serveOnFirstFreePort("0.0.0.0", port, options.store_port_tries, secret_, &server);
     if (!st)
       return Status(st.code(), format("rank %d cannot serve the rendezvous store: %s (another job on this port?)", rank_,
                                       st.message().c_str()));
+    int served = server->port();
     store_server_ = std::move(server);
+    // Its own store, at the port it got: exactly there, not the first that answers in the range.
+    st = bootstrap::connectInPortRange(store_host_ + ":" + std::to_string(served), 1, secret_, deadline, &store_, &found);
+  } else {
+    st = bootstrap::connectInPortRange(options.store_address, options.store_port_tries, secret_, deadline, &store_, &found);
+    if (!st && st.code() == ErrorCode::Timeout)  // nobody listens there
+      return Status(st.code(), st.message() + " (rank 0 serves the store: has it started, with the same MASTER_ADDR "
+                               "and MASTER_PORT as this rank?)");
   }
-  Status st = bootstrap::StoreClient::connect(options.store_address, secret_, transport::Clock::now() + config_.timeout,
-                                              &store_);
-  if (!st && !options.host_store && st.code() == ErrorCode::Timeout)  // nobody listens there
-    return Status(st.code(), st.message() + " (rank 0 serves the store: has it started, with the same MASTER_ADDR "
-                             "and MASTER_PORT as this rank?)");
-  return st;
+  if (!st) return st;
+  // Every later connection (the ledger's, a shrink's, a split's) goes where this one found it.
+  options_.store_address = found;
+  options_.store_port_tries = 1;
+  return Status::ok();
 }
 
-LedgerResponder::Connect CommunicatorImpl::storeConnector(const CommOptions& options) const {
-  if (options.store) {
-    return [store = options.store](bootstrap::Deadline, std::unique_ptr<bootstrap::StoreClient>* out) {
+LedgerResponder::Connect CommunicatorImpl::storeConnector() const {
+  if (options_.store) {
+    return [store = options_.store](bootstrap::Deadline, std::unique_ptr<bootstrap::StoreClient>* out) {
       *out = bootstrap::wrapExternalStore(store);
       return Status::ok();
     };
   }
-  return [address = options.store_address, secret = secret_](bootstrap::Deadline deadline,
-                                                              std::unique_ptr<bootstrap::StoreClient>* out) {
+  return [address = options_.store_address, secret = secret_](bootstrap::Deadline deadline,
+                                                               std::unique_ptr<bootstrap::StoreClient>* out) {
     return bootstrap::StoreClient::connect(address, secret, deadline, out);
   };
 }

@@ -104,15 +104,6 @@ run_torchrun() {
   done
   for k in "${pids[@]}"; do wait "$k" || rc=$?; done
   cat "$log".* >"$log"
-  # torchrun's c10d rendezvous hands the workers a MASTER_PORT it found free and let go of; an
-  # ephemeral socket on host 0 can take it before rank 0 listens there (seen once in CI,
-  # 2026-12-04: "cannot listen on 0.0.0.0:60671: Address already in use"; torch's own TCPStore
-  # has the same race). coll's error names it; the run is retried once on another rendezvous.
-  if [[ $rc != 0 && -z ${TORCHRUN_RETRIED:-} ]] && grep -q "cannot listen on .*Address already in use" "$log"; then
-    echo "torchrun: MASTER_PORT taken before rank 0 listened (torchrun's free-port race): once more" >&2
-    TORCHRUN_RETRIED=1 run_torchrun "$h" "$p" "$log" "$@"
-    return $?
-  fi
   return $rc
 }
 

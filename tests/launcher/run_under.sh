@@ -3,6 +3,10 @@
 # the proof that the bootstrap reads that launcher's environment (src/bootstrap/launch_env.cc).
 #
 #   run_under.sh LAUNCHER BINDIR      LAUNCHER: collrun | openmpi | mpich | torchrun | env
+#                                               | torchrun_port_taken
+# torchrun_port_taken: torchrun with the port coll's store would take (MASTER_PORT + 1) held by a
+# listener that never speaks, as an outgoing connection or another service can hold it: rank 0
+# must serve on a later port and the others find it (bootstrap/store_port_range.h).
 #
 # Exit 0: the run exited 0 and printed "# Out of bounds values : 0 OK". Exit 77 (CTest's
 # SKIP_RETURN_CODE): the launcher is not installed. Anything else: failure, with the output.
@@ -62,10 +66,18 @@ case "$launcher" in
       [ "$rc" = 0 ] || { echo "(run $attempt of 3 failed)"; break; }
     done
     ;;
-  torchrun)
+  torchrun|torchrun_port_taken)
     [ -x /usr/bin/torchrun ] || skip "/usr/bin/torchrun is not installed (Debian python3-torch)"
     port=$(free_port)
     [ -n "$port" ] || { echo "no free port pair"; exit 1; }
+    if [ "$launcher" = torchrun_port_taken ]; then
+      /usr/bin/python3 -c "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', $((port + 1))));
+s.listen(64); print('held', flush=True); time.sleep($limit)" >"$out/holder" 2>&1 &
+      holder=$!
+      trap 'kill $holder 2>/dev/null; rm -rf "$out"' EXIT
+      for _ in $(seq 50); do grep -q held "$out/holder" && break; sleep 0.1; done
+      grep -q held "$out/holder" || { echo "could not hold port $((port + 1)): $(cat "$out/holder")"; exit 1; }
+    fi
     # --redirects/--tee: each worker's stdout goes to a file and is echoed with a rank prefix.
     timeout -k 5 "$limit" /usr/bin/torchrun --no_python --nproc_per_node $nranks --master_port "$port" \
       --redirects 1 --tee 1 --log_dir "$out/torchrun-logs" "${perf[@]}" >"$out/log" 2>&1
@@ -105,7 +117,13 @@ if ! grep -q "# Out of bounds values : 0 OK" "$out/log"; then
 fi
 # The bootstrap took the path meant for this launcher on every rank.
 expected=$launcher
-[ "$launcher" = openmpi ] && expected=openmpi
+if [ "$launcher" = torchrun_port_taken ]; then
+  expected=torchrun
+  if ! grep -q "port $((port + 1)) was taken: serving the rendezvous store on" "$out/log"; then
+    echo "FAIL: rank 0 did not say that it served the store on another port than the taken $((port + 1))"
+    exit 1
+  fi
+fi
 # Counted, not lines: a launcher may forward two ranks' lines onto one.
 recognised=$(grep -o "launcher $expected: rank" "$out/log" | wc -l)
 if [ "$recognised" != "$nranks" ]; then

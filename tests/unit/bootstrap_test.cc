@@ -19,6 +19,7 @@
 #include "bootstrap/pmix_exchange.h"
 #include "bootstrap/slurm_hostlist.h"
 #include "bootstrap/store.h"
+#include "bootstrap/store_port_range.h"
 
 namespace coll::bootstrap {
 namespace {
@@ -291,6 +292,7 @@ TEST_F(LaunchEnv, PlainMasterAddr) {
   EXPECT_EQ(info.rank, 0);
   EXPECT_EQ(info.size, 3);
   EXPECT_EQ(info.store_address, "10.1.2.3:29500");
+  EXPECT_EQ(info.store_port_tries, 1) << "a port the user set by hand is that port only";
   EXPECT_TRUE(info.host_store) << "rank 0 serves the store";
   EXPECT_FALSE(info.secret.empty());
   ::setenv("RANK", "1", 1);
@@ -314,11 +316,15 @@ TEST_F(LaunchEnv, TorchrunAgentStoreShiftsThePort) {
   EXPECT_EQ(info.rank, 1);
   EXPECT_EQ(info.local_rank, 1);
   EXPECT_EQ(info.store_address, "127.0.0.1:29501") << "torchrun's own TCPStore holds MASTER_PORT";
+  EXPECT_EQ(info.store_port_tries, kDerivedStorePortTries) << "a derived port may be taken: the next ones are tried";
   ::setenv("COLL_STORE_PORT", "31000", 1);
   EXPECT_EQ(detectOk().store_address, "127.0.0.1:31000") << "COLL_STORE_PORT overrides";
+  EXPECT_EQ(detectOk().store_port_tries, 1) << "a port the user chose is that port only";
   ::unsetenv("COLL_STORE_PORT");
   ::setenv("TORCHELASTIC_USE_AGENT_STORE", "False", 1);
   EXPECT_EQ(detectOk().store_address, "127.0.0.1:29500");
+  EXPECT_EQ(detectOk().store_port_tries, kDerivedStorePortTries)
+      << "c10d's MASTER_PORT is one torchrun found free and let go";
   // Two torchrun jobs on one rendezvous must not share a derived secret.
   ::setenv("TORCHELASTIC_RUN_ID", "job8", 1);
   std::string s8 = detectOk().secret;
@@ -346,11 +352,13 @@ TEST_F(LaunchEnv, SlurmUsesTheFirstNodeOfTheJob) {
   EXPECT_EQ(info.size, 8);
   EXPECT_EQ(info.local_rank, 1);
   EXPECT_EQ(info.store_address, "node07:" + std::to_string(20000 + 1234));
+  EXPECT_EQ(info.store_port_tries, kDerivedStorePortTries) << "a port hashed from the job id may be taken";
   EXPECT_FALSE(info.host_store);
   EXPECT_FALSE(info.secret.empty());
   // The step's reserved ports (MpiParams=ports=...) keep concurrent steps of one job apart.
   set({{"SLURM_STEP_RESV_PORTS", "30001-30002"}});
   EXPECT_EQ(detectOk().store_address, "node07:30001");
+  EXPECT_EQ(detectOk().store_port_tries, 1) << "a reserved port is the step's own";
   // The step's node list wins over the job's; MASTER_PORT picks the port.
   set({{"SLURM_STEP_NODELIST", "node[08-09]"}, {"MASTER_PORT", "4242"}});
   EXPECT_EQ(detectOk().store_address, "node08:4242");

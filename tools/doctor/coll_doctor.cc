@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "bootstrap/launch_env.h"
 #include "bootstrap/store.h"
+#include "bootstrap/store_port_range.h"
 #include "host_report.h"
 #include "pair_probe.h"
 #include "verdict.h"
@@ -151,18 +152,24 @@ int run(const Options& o) {
   std::unique_ptr<ProbeListener> listener;
   if (me.choose_error.empty() && ProbeListener::open(me.chosen.address, &listener)) me.probe_address = listener->address();
   std::unique_ptr<bootstrap::StoreServer> server;
+  int tries = launch.store_port_tries;
   if (launch.host_store) {
-    if (Status st = bootstrap::StoreServer::start("0.0.0.0", store_port, launch.secret, &server); !st) {
+    if (Status st = bootstrap::serveOnFirstFreePort("0.0.0.0", store_port, tries, launch.secret, &server); !st) {
       printLocal(me, "cannot serve the rendezvous store on port " + std::to_string(store_port) + ": " + st.message());
       return 1;
     }
+    launch.store_address = store_host + ":" + std::to_string(server->port());
+    tries = 1;
   }
   const auto start = Clock::now();
   std::unique_ptr<bootstrap::StoreClient> store;
-  if (Status st = bootstrap::StoreClient::connect(launch.store_address, launch.secret, start + o.wait, &store); !st) {
+  std::string found;
+  if (Status st = bootstrap::connectInPortRange(launch.store_address, tries, launch.secret, start + o.wait, &store, &found);
+      !st) {
     printLocal(me, "cannot reach the rendezvous store at " + launch.store_address + ": " + st.message());
     return 1;
   }
+  launch.store_address = found;
   const int n = launch.size;
   // A store call that fails here shows on rank 0 as this rank never reporting (or reading).
   (void)store->set(std::string(kPrefix) + "report/" + std::to_string(me.rank), toJson(me).dump(), start + o.wait);
