@@ -11,6 +11,12 @@ the all-reduce. Both modes train on the same global batch (--batch per rank),
 SGD, the same data, the same custom loop (a tf.function step; model.fit fails under
 MultiWorkerMirroredStrategy in Keras 3.15); rank 0 prints "step_ms X forward_ms Y params Z" (medians of --steps steps
 after --warmup).
+
+--mode coll-parts takes coll's step apart: the ranks lined up (a one-element all-reduce), each
+computes its gradients (forward and backward, all ranks at once, as in the step), then
+all-reduces them; rank 0 prints "backward_ms X allreduce_ms Y": the slowest rank's gradients
+(medians, the largest over the ranks) and the all-reduce on the rank that waited least for the
+others (medians, the smallest over the ranks).
 """
 import argparse
 import json
@@ -24,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 def parse():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mode", choices=["coll", "mwms"], required=True)
+    p.add_argument("--mode", choices=["coll", "mwms", "coll-parts"], required=True)
     p.add_argument("--workers", help="mwms: host:port of every rank, in rank order")
     p.add_argument("--batch", type=int, default=2, help="examples per rank per step")
     p.add_argument("--width", type=int, default=4096)
@@ -61,6 +67,40 @@ def forward_ms(model, x):
     return statistics.median(times)
 
 
+def coll_parts(args, model, per_example, x, y, rank, n):
+    """--mode coll-parts (see above)."""
+    import tensorflow as tf
+    import coll.tensorflow as ct
+    from coll.tensorflow import fusion
+
+    @tf.function
+    def gradients(xb, yb):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(per_example(yb, model(xb, training=True)))
+        return tape.gradient(loss, model.trainable_variables)
+
+    @tf.function
+    def allreduce(grads):
+        return tf.add_n([tf.reduce_sum(g[:1]) for g in fusion.allreduce_many(list(grads), op="avg")])
+
+    one = tf.ones([1])
+    xb, yb = x[rank * args.batch:(rank + 1) * args.batch], y[rank * args.batch:(rank + 1) * args.batch]
+    back, red = [], []
+    for _ in range(args.warmup + args.steps):
+        ct.allreduce(one).numpy()  # every rank starts its gradients at once, as in a step
+        t0 = time.perf_counter()
+        grads = gradients(xb, yb)
+        t1 = time.perf_counter()
+        allreduce(grads).numpy()
+        back.append((t1 - t0) * 1e3)
+        red.append((time.perf_counter() - t1) * 1e3)
+    mine = tf.constant([statistics.median(back[args.warmup:]), -statistics.median(red[args.warmup:])], tf.float64)
+    slowest = ct.allreduce(mine, op="max").numpy()
+    if rank == 0:
+        print(f"mode coll-parts ranks {n} batch {args.batch} backward_ms {slowest[0]:.1f} "
+              f"allreduce_ms {-slowest[1]:.1f}", flush=True)
+
+
 def main():
     args = parse()
     rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -73,6 +113,10 @@ def main():
     x, y = data(n, args.batch, steps)
     per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
     global_batch = args.batch * n
+    if args.mode == "coll-parts":
+        import coll.tensorflow as ct
+        ct.init()
+        return coll_parts(args, build(args.width), per_example, x, y, rank, n)
     if args.mode == "coll":
         import coll.tensorflow as ct
         ct.init()

@@ -8,7 +8,7 @@ algorithm can beat (docs/perf/ddp defines it so)."""
 import statistics
 
 from .common import ROOT, number_after, write_mode_table
-from .step_bound import bound_lines, ring_rate
+from .step_bound import bound_lines, ring_rate, wire_ms
 
 SYSTEMS = ["coll", "mwms"]
 
@@ -18,6 +18,9 @@ def add_args(p):
     g.add_argument("--tf", action="store_true", help="the Keras step (--local N or --netcluster H --per-host R)")
     g.add_argument("--tf-python", metavar="PY", help="a venv's python with TensorFlow and coll pip-installed")
     g.add_argument("--tf-width", type=int, default=4096, help="hidden layer width")
+    g.add_argument("--tf-parts", action="store_true",
+                   help="each round also takes coll's step apart (tf_step.py --mode coll-parts): the slowest "
+                        "rank's gradients with every rank computing at once, and their all-reduce alone")
 
 
 
@@ -26,6 +29,7 @@ def tf_steps(scn, out, log):
     if not args.tf_python:
         raise OSError("--tf needs --tf-python: a venv's python with TensorFlow and coll pip-installed")
     got = {(s, k): [] for s in SYSTEMS for k in ("step_ms", "forward_ms", "params")}
+    parts = {"backward_ms": [], "allreduce_ms": []}
     errors = []
     hosts = getattr(scn, "hosts", 1)
     addr = (lambda r: scn.addr(r // scn.per_host)) if hosts > 1 or hasattr(scn, "cluster") else (lambda r: "127.0.0.1")
@@ -46,6 +50,14 @@ def tf_steps(scn, out, log):
                 for k in ("step_ms", "forward_ms", "params"):
                     got[(system, k)].append(number_after(text, k))
             log(f"[{scn.name}] round {rnd + 1} tf {system}: " + ("ok" if rc == 0 else f"exit {rc}"))
+        if args.tf_parts:
+            cmd = [args.tf_python, str(ROOT / "bench/tf_step.py"), "--mode", "coll-parts", "--batch",
+                   str(args.batch), "--width", str(args.tf_width), "--steps", str(args.steps), "--warmup", "2"]
+            rc, text = scn.launch_ranks(cmd, args.timeout, {"OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+            for k in parts:
+                if number_after(text, k) is not None:
+                    parts[k].append(number_after(text, k))
+            log(f"[{scn.name}] round {rnd + 1} tf coll-parts: " + ("ok" if rc == 0 else f"exit {rc}"))
     med = {k: statistics.median(v) if v else None for k, v in got.items()}
     cell = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
     c, m = med[("coll", "step_ms")], med[("mwms", "step_ms")]
@@ -59,6 +71,8 @@ def tf_steps(scn, out, log):
     forwards = [x for x in (med[("coll", "forward_ms")], med[("mwms", "forward_ms")]) if x]
     lines += bound_lines(scn, {"coll": c, "mwms": m}, min(forwards) if forwards else None,
                          params * 4 if params else None, ring_rates)
+    if parts["backward_ms"] and parts["allreduce_ms"]:
+        lines += parts_lines(parts, hosts, params * 4 if params else None, [r for r in ring_rates if r])
     if hosts > 1:
         lines.append("# bare TCP ring, each round (MB/s a stream): " +
                      " ".join(f"{r / 1e6:.1f}" if r else "-" for r in ring_rates))
@@ -66,3 +80,20 @@ def tf_steps(scn, out, log):
         if key != "params":
             lines.append(f"# {key} {system}, each round: " + " ".join(cell(x) for x in v))
     return write_mode_table(out, f"{scn.name}_tf", lines, errors)
+
+
+def parts_lines(parts, hosts, grad_bytes, rates):
+    """--tf-parts: coll's step taken apart, and the step it adds up to (no overlap) beside the
+    ceiling with the gradients' real cost: the slowest rank's gradients plus the all-reduce at
+    the bare-TCP rate."""
+    back, red = statistics.median(parts["backward_ms"]), statistics.median(parts["allreduce_ms"])
+    lines = ["# coll's step apart (--tf-parts, medians of the rounds):",
+             f"{'  gradients on the slowest rank, all at once (ms)':<44} {back:>10.1f}",
+             f"{'  their all-reduce alone (ms)':<44} {red:>10.1f}"]
+    if hosts > 1 and grad_bytes and rates:
+        wire = wire_ms(hosts, grad_bytes, statistics.median(rates))
+        lines.append(f"{'  all-reduce / bare TCP all-reduce':<44} {red / wire:>10.3f}   (bare TCP {wire:.1f} ms)")
+        lines.append(f"{'  gradients + all-reduce at bare TCP (ms)':<44} {back + wire:>10.1f}")
+    lines.append("# each round: backward_ms " + " ".join(f"{v:.1f}" for v in parts["backward_ms"]) +
+                 "; allreduce_ms " + " ".join(f"{v:.1f}" for v in parts["allreduce_ms"]))
+    return lines
