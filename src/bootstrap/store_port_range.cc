@@ -9,7 +9,10 @@ namespace coll::bootstrap {
 namespace {
 
 // A coll store greets at once; a listener silent this long is something else on that port.
-constexpr auto kGreetingWait = std::chrono::seconds(2);
+// After a pass that met a silent one the next waits twice as long, up to the last, so that a
+// store slow to greet (thousands of ranks connecting at once) is still found.
+constexpr auto kFirstGreetingWait = std::chrono::seconds(2);
+constexpr auto kLastGreetingWait = std::chrono::seconds(32);
 constexpr auto kConnectWait = std::chrono::seconds(1);
 
 std::string joinHostPort(const std::string& host, int port) {
@@ -19,26 +22,38 @@ std::string joinHostPort(const std::string& host, int port) {
 
 Deadline sooner(Deadline a, Clock::duration from_now) { return std::min(a, Clock::now() + from_now); }
 
-// One pass over the range: true with *out set once the job's store answered; *why: the last
-// failure that says more than "refused" (a store that refused the secret, a silent listener).
-bool tryRangeOnce(const std::string& host, int first, int tries, const std::string& secret, Deadline deadline,
-                    std::unique_ptr<StoreClient>* out, std::string* found, std::string* why) {
-  for (int port = first; port < first + tries && Clock::now() < deadline; ++port) {
-    UniqueFd fd;
-    bool listening = false;
-    Status st = connectTcpOnce(host, port, sooner(deadline, kConnectWait), &fd, &listening);
-    if (!st) { *why = st.message(); continue; }
-    if (!listening) continue;
-    std::string address = joinHostPort(host, port);
-    st = StoreClient::open(std::move(fd), address, secret, sooner(deadline, kGreetingWait), out);
-    if (st) {
-      *found = address;
-      return true;
+// A search for the job's store over host's ports first .. last: what it was given and what it
+// has learned so far.
+struct RangeSearch {
+  std::string host, secret;
+  int first = 0, last = 0;
+  Clock::duration greeting_wait = kFirstGreetingWait;
+  std::string why = "connection refused";  // the last failure that says more than "refused"
+
+  // One pass: true with *out set once the job's store answered. After a pass that met a
+  // silent listener the next waits longer for a greeting.
+  bool pass(Deadline deadline, std::unique_ptr<StoreClient>* out, std::string* found) {
+    bool met_silent = false;
+    for (int port = first; port <= last && Clock::now() < deadline; ++port) {
+      UniqueFd fd;
+      bool listening = false;
+      Status st = connectTcpOnce(host, port, sooner(deadline, kConnectWait), &fd, &listening);
+      if (!st) why = st.message();
+      if (!st || !listening) continue;
+      std::string address = joinHostPort(host, port);
+      st = StoreClient::open(std::move(fd), address, secret, sooner(deadline, greeting_wait), out);
+      if (st) {
+        *found = address;
+        return true;
+      }
+      bool silent = st.code() == ErrorCode::Timeout;  // a store of another job refuses at once
+      met_silent = met_silent || silent;
+      why = silent ? format("%s did not greet as a coll store", address.c_str()) : st.message();
     }
-    *why = st.code() == ErrorCode::Timeout ? format("%s did not greet as a coll store", address.c_str()) : st.message();
+    if (met_silent) greeting_wait = std::min<Clock::duration>(greeting_wait * 2, kLastGreetingWait);
+    return false;
   }
-  return false;
-}
+};
 
 }  // namespace
 
@@ -64,19 +79,18 @@ Status connectInPortRange(const std::string& address, int tries, const std::stri
                           std::unique_ptr<StoreClient>* out, std::string* found) {
   *found = address;
   if (tries <= 1) return StoreClient::connect(address, secret, deadline, out);
-  std::string host;
-  int first = 0;
-  COLL_RETURN_IF_ERROR(splitHostPort(address, &host, &first));
-  int last = std::min(first + tries - 1, 65535);
-  std::string why = "connection refused";
+  RangeSearch search;
+  search.secret = secret;
+  COLL_RETURN_IF_ERROR(splitHostPort(address, &search.host, &search.first));
+  search.last = std::min(search.first + tries - 1, 65535);
   auto pause = std::chrono::milliseconds(10);
   while (Clock::now() < deadline) {
-    if (tryRangeOnce(host, first, last - first + 1, secret, deadline, out, found, &why)) return Status::ok();
+    if (search.pass(deadline, out, found)) return Status::ok();
     std::this_thread::sleep_for(std::min<Clock::duration>(pause, std::max<Clock::duration>(deadline - Clock::now(), {})));
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
   return timeoutError(format("rendezvous store: no store of this job answered on %s, ports %d-%d, before the "
-                             "deadline (last: %s)", host.c_str(), first, last, why.c_str()));
+                             "deadline (last: %s)", search.host.c_str(), search.first, search.last, search.why.c_str()));
 }
 
 }  // namespace coll::bootstrap
