@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <climits>
+#include <memory>
 #include <cstring>
 #include <fcntl.h>
 #include <netdb.h>
@@ -89,21 +90,29 @@ Status connectOnce(const addrinfo* ai, Deadline deadline, UniqueFd* out, int* er
   return Status::ok();
 }
 
-}  // namespace
+using AddressList = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
 
-Status connectTcp(const std::string& host, int port, Deadline deadline, UniqueFd* out) {
+// host:port's stream addresses, every family.
+Status resolveTcp(const std::string& host, int port, AddressList* out) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
-  std::string service = std::to_string(port);
-  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
+  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
   if (rc != 0) return invalidArgument(format("cannot resolve '%s': %s", host.c_str(), gai_strerror(rc)));
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+  out->reset(res);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status connectTcp(const std::string& host, int port, Deadline deadline, UniqueFd* out) {
+  AddressList res(nullptr, freeaddrinfo);
+  COLL_RETURN_IF_ERROR(resolveTcp(host, port, &res));
   int err = 0;
   auto pause = std::chrono::milliseconds(10);
   while (Clock::now() < deadline) {
-    for (const addrinfo* ai = res; ai; ai = ai->ai_next) {
+    for (const addrinfo* ai = res.get(); ai; ai = ai->ai_next) {
       COLL_RETURN_IF_ERROR(connectOnce(ai, deadline, out, &err));
       if (err == 0) return Status::ok();
     }
@@ -115,15 +124,10 @@ Status connectTcp(const std::string& host, int port, Deadline deadline, UniqueFd
 }
 
 Status connectTcpOnce(const std::string& host, int port, Deadline deadline, UniqueFd* out, bool* listening) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-  if (rc != 0) return invalidArgument(format("cannot resolve '%s': %s", host.c_str(), gai_strerror(rc)));
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+  AddressList res(nullptr, freeaddrinfo);
+  COLL_RETURN_IF_ERROR(resolveTcp(host, port, &res));
   int err = 0;
-  for (const addrinfo* ai = res; ai; ai = ai->ai_next) {
+  for (const addrinfo* ai = res.get(); ai; ai = ai->ai_next) {
     COLL_RETURN_IF_ERROR(connectOnce(ai, deadline, out, &err));
     if (err == 0) break;
   }

@@ -61,7 +61,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
       impl->storeConnector(), impl->key_prefix_, &impl->ledger_,
       [p = impl.get()](int64_t question, const std::string& why) { p->revokedBy(question, why); },
       transport::Clock::now() + config.timeout, &impl->responder_));
-  COLL_RETURN_IF_ERROR(impl->announcePresence(options));
+  COLL_RETURN_IF_ERROR(impl->announcePresence());
   startup.endPhase("presence", impl->store_.get(),
                    impl->presence_ ? impl->presence_->traffic() : bootstrap::StoreTraffic{});
   auto deadline = transport::Clock::now() + config.timeout;

@@ -108,7 +108,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   // The store's "gone" list: the store appends a rank to it when that rank's presence
   // connection ends (coll's own store only).
   std::string goneKey() const { return key_prefix_ + "gone"; }
-  Status announcePresence(const CommOptions& options);
+  Status announcePresence();
   // Runs `call` with the fault-tolerance store client, connecting it first if needed.
   Status withFtStore(const std::function<Status(bootstrap::StoreClient&)>& call);
   void revokedBy(int64_t question, const std::string& why);

@@ -25,7 +25,7 @@ int64_t nowNs() {
 
 }  // namespace
 
-Status CommunicatorImpl::announcePresence(const CommOptions& options) {
+Status CommunicatorImpl::announcePresence() {
   std::unique_ptr<bootstrap::StoreClient> presence;
   const auto deadline = transport::Clock::now() + config_.timeout;
   COLL_RETURN_IF_ERROR(storeConnector()(deadline, &presence));

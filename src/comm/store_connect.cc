@@ -28,7 +28,8 @@ Status CommunicatorImpl::connectStore(const CommOptions& options) {
     int served = server->port();
     store_server_ = std::move(server);
     // Its own store, at the port it got: exactly there, not the first that answers in the range.
-    st = bootstrap::connectInPortRange(store_host_ + ":" + std::to_string(served), 1, secret_, deadline, &store_, &found);
+    found = store_host_ + ":" + std::to_string(served);
+    st = bootstrap::StoreClient::connect(found, secret_, deadline, &store_);
   } else {
     st = bootstrap::connectInPortRange(options.store_address, options.store_port_tries, secret_, deadline, &store_, &found);
     if (!st && st.code() == ErrorCode::Timeout)  // nobody listens there
