@@ -1,6 +1,7 @@
 // Per-GPU state of the device path, made lazily by the thread that runs ops: a stream of its
-// own (non-blocking, so the legacy default stream never waits on it, nor it on that), an
-// interprocess event peers wait on, and the waits and pinned buffers the paths share.
+// own (non-blocking, so the legacy default stream never waits on it, nor it on that), the
+// GPU's PCI bus id (ranks compare them to see whether they share a GPU), and the waits and
+// pinned buffers the paths share.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,8 +18,7 @@ using Deadline = std::chrono::steady_clock::time_point;
 struct DeviceContext {
   int ordinal = -1;
   cudaStream_t stream = nullptr;
-  cudaEvent_t ready_ipc = nullptr;  // cudaEventInterprocess: recorded when this rank's op may start
-  cudaIpcEventHandle_t ready_handle{};  // ready_ipc's, for peers
+  char bus_id[16] = {};             // "0000:41:00.0": the same GPU in every process
   cudaEvent_t slot_ready[2] = {};   // the staged path's two pinned slots (staged_collective.h)
 
   Status init(int device);

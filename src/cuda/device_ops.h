@@ -1,8 +1,8 @@
 // Collectives and point-to-point on device (CUDA) buffers, for the communicator's progress
 // thread. Two paths, chosen per op, the same on every rank that passes device buffers:
 //  - cuda_ipc (ipc_collective.cc): every rank on one host. Ranks map each other's buffers
-//    (cudaIpcGetMemHandle) and each reads and writes its share of all of them directly, on
-//    its own stream, after waiting on its peers' "input ready" IPC events.
+//    (cudaIpcGetMemHandle) once their inputs are ready; rank 0 does the whole op when every
+//    rank is on one GPU, each rank its share directly in its peers' memory otherwise.
 //  - staged (staged_collective.cc): anything else. Data crosses pinned host memory; all-reduce,
 //    broadcast and reduce go chunk by chunk so the device copies overlap the transfers.
 #pragma once

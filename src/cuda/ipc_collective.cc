@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "cuda/device_copy.h"
 #include "cuda/device_reduce.h"
 #include "cuda/runtime.h"
 
@@ -12,7 +13,7 @@ namespace {
 struct Descriptor {
   cudaIpcMemHandle_t input;
   cudaIpcMemHandle_t output;
-  cudaIpcEventHandle_t ready;
+  char bus_id[16];  // the GPU's PCI bus id
   uint64_t input_offset;
   uint64_t output_offset;
   int32_t has_input;
@@ -42,16 +43,22 @@ Status IpcCollective::run(const OpRequest& op, uint64_t tag, DeviceContext& ctx,
   *algorithm = "cuda_ipc";
   const auto t0 = std::chrono::steady_clock::now();
   const Deadline deadline = t0 + env_.config.timeout;
-  if (op.ready) COLL_RETURN_IF_ERROR(check(cudaStreamWaitEvent(ctx.stream, static_cast<cudaEvent_t>(op.ready.get()), 0),
-                                           "cudaStreamWaitEvent (the op's input)"));
-  COLL_RETURN_IF_ERROR(check(cudaEventRecord(ctx.ready_ipc, ctx.stream), "cudaEventRecord (ready)"));
+  // The host waits for the input, not this rank's stream for its peers' events: a stream of one
+  // process waiting on another's event made the GPU switch between them for every op.
+  if (op.ready)
+    COLL_RETURN_IF_ERROR(waitEvent(static_cast<cudaEvent_t>(op.ready.get()), deadline, "the op's input (cuda_ipc)"));
   Peers peers;
   COLL_RETURN_IF_ERROR(exchange(op, tag, ctx, &peers));
   const double exchanged = usSince(t0);
-  COLL_RETURN_IF_ERROR(doShare(op, peers, ctx));
+  if (!logged_mode_ && env_.rank == 0)
+    COLL_INFO("CUDA", "cuda_ipc: %s", peers.one_gpu ? "every rank on one GPU: rank 0 does each op whole"
+                                                    : "ranks on several GPUs: each rank does its share");
+  logged_mode_ = true;
+  if (!peers.one_gpu) COLL_RETURN_IF_ERROR(doShare(op, peers, env_.rank, ctx));
+  else if (env_.rank == 0) COLL_RETURN_IF_ERROR(doWhole(op, peers, ctx));
   const double queued = usSince(t0);
-  COLL_RETURN_IF_ERROR(waitStream(ctx.stream, deadline, "this rank's share of the op (cuda_ipc)"));
-  COLL_TRACE("CUDA", "%s of %s: descriptors exchanged and mapped at %.1f us, work queued at %.1f, done at %.1f",
+  COLL_RETURN_IF_ERROR(waitStream(ctx.stream, deadline, "this rank's part of the op (cuda_ipc)"));
+  COLL_TRACE("CUDA", "%s of %s: input ready and descriptors exchanged at %.1f us, work queued at %.1f, done at %.1f",
              toString(op.kind), formatBytes(op.bytes()).c_str(), exchanged, queued, usSince(t0));
   uint8_t done = 1;
   std::vector<uint8_t> all(static_cast<size_t>(env_.size));
@@ -65,7 +72,7 @@ Status IpcCollective::run(const OpRequest& op, uint64_t tag, DeviceContext& ctx,
   return env_.run_host(bye, tag ^ kDoneTagBit, &ignored);
 }
 
-// Step 2: every rank's descriptor, then each peer's buffers mapped and its event waited on.
+// Step 2: every rank's descriptor, then each peer's buffers mapped.
 Status IpcCollective::exchange(const OpRequest& op, uint64_t tag, DeviceContext& ctx, Peers* peers) {
   const size_t n = static_cast<size_t>(env_.size);
   BufferSizes sizes = sizesOf(op, env_.rank, env_.size);
@@ -77,7 +84,7 @@ Status IpcCollective::exchange(const OpRequest& op, uint64_t tag, DeviceContext&
   const auto t0 = std::chrono::steady_clock::now();
   if (d.has_input) COLL_RETURN_IF_ERROR(exports_.get(op.input, &d.input, &d.input_offset));
   if (d.has_output) COLL_RETURN_IF_ERROR(exports_.get(op.output, &d.output, &d.output_offset));
-  d.ready = ctx.ready_handle;
+  std::memcpy(d.bus_id, ctx.bus_id, sizeof d.bus_id);
   const double exported = usSince(t0);
   std::memcpy(mine_.data(), &d, sizeof d);
   OpRequest hello;
@@ -100,9 +107,7 @@ Status IpcCollective::exchange(const OpRequest& op, uint64_t tag, DeviceContext&
     }
     Descriptor pd;
     std::memcpy(&pd, all_.data() + kDescriptorBytes * p, sizeof pd);
-    cudaEvent_t ready = nullptr;
-    COLL_RETURN_IF_ERROR(imports_.event(p, pd.ready, &ready));
-    COLL_RETURN_IF_ERROR(check(cudaStreamWaitEvent(ctx.stream, ready, 0), "cudaStreamWaitEvent (a peer's input)"));
+    if (std::memcmp(pd.bus_id, d.bus_id, sizeof d.bus_id) != 0) peers->one_gpu = false;
     char* base = nullptr;
     if (pd.has_input) {
       COLL_RETURN_IF_ERROR(imports_.memory(p, pd.input, &base));
@@ -123,13 +128,42 @@ Status IpcCollective::copy(void* dst, const void* src, size_t bytes, DeviceConte
   return check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx.stream), "cudaMemcpyAsync (peer copy)");
 }
 
-// Step 3: this rank's part of the op, queued on its stream.
-Status IpcCollective::doShare(const OpRequest& op, const Peers& peers, DeviceContext& ctx) {
-  const int n = env_.size, r = env_.rank;
+// Step 3, every rank on one GPU: the whole op from rank 0, on its stream. All-reduce and reduce
+// are one kernel over every element, broadcast and all-gather one fan-out; the rest go share
+// by share.
+Status IpcCollective::doWhole(const OpRequest& op, const Peers& peers, DeviceContext& ctx) {
+  const int n = env_.size;
+  const size_t b = op.bytes();
+  if (op.kind == OpKind::allreduce || op.kind == OpKind::reduce) {
+    Operands operands;
+    operands.n_in = n;
+    for (int p = 0; p < n; ++p) operands.in[p] = peers.in[p];
+    operands.n_out = op.kind == OpKind::allreduce ? n : 1;
+    for (int k = 0; k < operands.n_out; ++k) operands.out[k] = op.kind == OpKind::allreduce ? peers.out[k] : peers.out[op.root];
+    const int divisor = op.op == ReduceOp::avg ? n : 1;
+    return check(launchReduce(operands, op.count, op.type, op.op, divisor, ctx.stream), "reduction kernel launch");
+  }
+  if (op.kind == OpKind::broadcast || op.kind == OpKind::allgather) {
+    FanOut fan;
+    fan.n_dst = n;
+    for (int d = 0; d < n; ++d) fan.dst[d] = peers.out[d];
+    fan.n_src = op.kind == OpKind::broadcast ? 1 : n;
+    if (op.kind == OpKind::broadcast) fan.src[0] = peers.in[op.root];
+    else for (int s = 0; s < n; ++s) fan.src[s] = peers.in[s];
+    fan.dst_step = op.kind == OpKind::allgather ? b : 0;
+    return check(launchFanOut(fan, b, ctx.stream), "copy kernel launch");
+  }
+  for (int r = 0; r < n; ++r) COLL_RETURN_IF_ERROR(doShare(op, peers, r, ctx));
+  return Status::ok();
+}
+
+// Step 3, ranks on several GPUs: rank r's share of the op, queued on its stream.
+Status IpcCollective::doShare(const OpRequest& op, const Peers& peers, int r, DeviceContext& ctx) {
+  const int n = env_.size;
   const size_t e = sizeOf(op.type), b = op.bytes();
   const int divisor = op.op == ReduceOp::avg ? n : 1;
   if (reduces(op.kind)) {
-    size_t first = 0, count = op.count;  // elements of this rank's share
+    size_t first = 0, count = op.count;  // elements of this share
     Operands operands;
     operands.n_in = n;
     if (op.kind == OpKind::allreduce) {  // slice r of the elements, into every output
@@ -142,7 +176,7 @@ Status IpcCollective::doShare(const OpRequest& op, const Peers& peers, DeviceCon
       count = op.count * static_cast<size_t>(r + 1) / static_cast<size_t>(n) - first;
       operands.n_out = 1;
       operands.out[0] = peers.out[op.root] + first * e;
-    } else {  // reduce-scatter: chunk r of every input, into this rank's output
+    } else {  // reduce-scatter: chunk r of every input, into rank r's output
       operands.n_out = 1;
       operands.out[0] = peers.out[r];
       first = op.count * static_cast<size_t>(r);
@@ -153,9 +187,14 @@ Status IpcCollective::doShare(const OpRequest& op, const Peers& peers, DeviceCon
   char* out = peers.out[r];
   switch (op.kind) {
     case OpKind::broadcast: return copy(out, peers.in[op.root], b, ctx);
-    case OpKind::allgather:
-      for (int p = 0; p < n; ++p) COLL_RETURN_IF_ERROR(copy(out + p * b, peers.in[p], b, ctx));
-      return Status::ok();
+    case OpKind::allgather: {  // rank r's input into every output: read once, written n times
+      FanOut fan;
+      fan.n_src = 1;
+      fan.src[0] = peers.in[r];
+      fan.n_dst = n;
+      for (int d = 0; d < n; ++d) fan.dst[d] = peers.out[d] + static_cast<size_t>(r) * b;
+      return check(launchFanOut(fan, b, ctx.stream), "copy kernel launch");
+    }
     case OpKind::alltoall:
       for (int p = 0; p < n; ++p) COLL_RETURN_IF_ERROR(copy(out + p * b, peers.in[p] + r * b, b, ctx));
       return Status::ok();

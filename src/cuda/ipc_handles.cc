@@ -66,7 +66,6 @@ Status IpcExports::get(const void* p, cudaIpcMemHandle_t* handle, uint64_t* offs
 
 IpcImports::~IpcImports() {
   for (const Memory& m : memory_) (void)cudaIpcCloseMemHandle(m.base);
-  for (const Event& e : events_) (void)cudaEventDestroy(e.event);
 }
 
 Status IpcImports::memory(int peer, const cudaIpcMemHandle_t& handle, char** base) {
@@ -88,20 +87,6 @@ Status IpcImports::memory(int peer, const cudaIpcMemHandle_t& handle, char** bas
   memory_.push_back({peer, handle, static_cast<char*>(p), clock_});
   ++opened_;
   *base = static_cast<char*>(p);
-  return Status::ok();
-}
-
-Status IpcImports::event(int peer, const cudaIpcEventHandle_t& handle, cudaEvent_t* event) {
-  for (const Event& e : events_)
-    if (e.peer == peer && std::memcmp(&e.handle, &handle, sizeof handle) == 0) {
-      *event = e.event;
-      return Status::ok();
-    }
-  cudaEvent_t ev = nullptr;
-  Status st = check(cudaIpcOpenEventHandle(&ev, handle), "cudaIpcOpenEventHandle");
-  if (!st) return Status(st.code(), format("%s (event of peer %d)", st.message().c_str(), peer), peer);
-  events_.push_back({peer, handle, ev});
-  *event = ev;
   return Status::ok();
 }
 

@@ -1,5 +1,5 @@
 // CUDA IPC bookkeeping of one rank: exporting a buffer as (allocation handle, offset), and the
-// peers' allocations and events this process has opened, kept open for reuse (opening costs
+// peers' allocations this process has opened, kept open for reuse (opening costs
 // far more than an op's exchange) and closed least-recently-used first past a cap.
 #pragma once
 
@@ -44,7 +44,6 @@ class IpcImports {
 
   // The base address, in this process, of a peer's exported allocation.
   Status memory(int peer, const cudaIpcMemHandle_t& handle, char** base);
-  Status event(int peer, const cudaIpcEventHandle_t& handle, cudaEvent_t* event);
   size_t opened() const { return opened_; }  // allocations opened so far (cache misses)
 
  private:
@@ -54,13 +53,7 @@ class IpcImports {
     char* base;
     uint64_t used;
   };
-  struct Event {
-    int peer;
-    cudaIpcEventHandle_t handle;
-    cudaEvent_t event;
-  };
   std::vector<Memory> memory_;
-  std::vector<Event> events_;
   uint64_t clock_ = 0;
   size_t opened_ = 0;
 };

@@ -1,6 +1,8 @@
 // The device reductions behind device_reduce.h. One grid-stride kernel per (type, op): each
 // thread loads element i of every input, folds them left to right and stores the result to
 // every output, so a cross-process all-reduce writes each slice once into all ranks' buffers.
+// Where every buffer is 16-byte aligned a thread takes 16 bytes at a time (one vector load
+// per input, one store per output) and the scalar kernel does the tail.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -99,17 +101,56 @@ struct Max {
   }
 };
 
+// Folds element values left to right; the same code for a scalar and for each lane of a vector.
+template <class T, class Op>
+struct Fold {
+  using A = Arith<T>;
+  __device__ static T combine(T acc, T x) { return A::store(Op::apply(A::load(acc), A::load(x))); }
+  __device__ static T divide(T acc, int divisor) {
+    return A::store(A::load(acc) / static_cast<typename A::type>(divisor));
+  }
+};
+
 template <class T, class Op>
 __global__ void reduceKernel(Operands ops, size_t count, int divisor) {
-  using A = Arith<T>;
+  using F = Fold<T, Op>;
   const T* const* in = reinterpret_cast<const T* const*>(ops.in);
   T* const* out = reinterpret_cast<T* const*>(ops.out);
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
     T acc = in[0][i];
-    for (int k = 1; k < ops.n_in; ++k) acc = A::store(Op::apply(A::load(acc), A::load(in[k][i])));
-    if (divisor > 1) acc = A::store(A::load(acc) / static_cast<typename A::type>(divisor));
+    for (int k = 1; k < ops.n_in; ++k) acc = F::combine(acc, in[k][i]);
+    if (divisor > 1) acc = F::divide(acc, divisor);
     for (int k = 0; k < ops.n_out; ++k) out[k][i] = acc;
+  }
+}
+
+constexpr size_t kVectorBytes = sizeof(uint4);
+
+template <class T>
+union Vector {  // 16 bytes as one load or store, or as lanes of T
+  uint4 raw;
+  T lane[kVectorBytes / sizeof(T)];
+};
+
+// As reduceKernel, 16 bytes per thread and step: `vectors` counts 16-byte vectors.
+template <class T, class Op>
+__global__ void reduceVectorKernel(Operands ops, size_t vectors, int divisor) {
+  using F = Fold<T, Op>;
+  constexpr int kLanes = kVectorBytes / sizeof(T);
+  const uint4* const* in = reinterpret_cast<const uint4* const*>(ops.in);
+  uint4* const* out = reinterpret_cast<uint4* const*>(ops.out);
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t v = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors; v += stride) {
+    Vector<T> acc, x;
+    acc.raw = in[0][v];
+    for (int k = 1; k < ops.n_in; ++k) {
+      x.raw = in[k][v];
+      for (int j = 0; j < kLanes; ++j) acc.lane[j] = F::combine(acc.lane[j], x.lane[j]);
+    }
+    if (divisor > 1)
+      for (int j = 0; j < kLanes; ++j) acc.lane[j] = F::divide(acc.lane[j], divisor);
+    for (int k = 0; k < ops.n_out; ++k) out[k][v] = acc.raw;  // every input was read first: in place is safe
   }
 }
 
@@ -117,11 +158,39 @@ __global__ void reduceKernel(Operands ops, size_t count, int divisor) {
 constexpr int kThreads = 256;
 constexpr size_t kMaxBlocks = 4096;
 
+unsigned blocksFor(size_t items) {
+  size_t blocks = (items + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks > kMaxBlocks ? kMaxBlocks : blocks);
+}
+
+bool allAligned(const Operands& ops) {
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % kVectorBytes == 0; };
+  for (int k = 0; k < ops.n_in; ++k)
+    if (!aligned(ops.in[k])) return false;
+  for (int k = 0; k < ops.n_out; ++k)
+    if (!aligned(ops.out[k])) return false;
+  return true;
+}
+
+Operands advancedBy(const Operands& ops, size_t bytes) {
+  Operands shifted = ops;
+  for (int k = 0; k < ops.n_in; ++k) shifted.in[k] = static_cast<const char*>(ops.in[k]) + bytes;
+  for (int k = 0; k < ops.n_out; ++k) shifted.out[k] = static_cast<char*>(ops.out[k]) + bytes;
+  return shifted;
+}
+
 template <class T, class Op>
 cudaError_t launch(const Operands& ops, size_t count, int divisor, cudaStream_t stream) {
-  size_t blocks = (count + kThreads - 1) / kThreads;
-  if (blocks > kMaxBlocks) blocks = kMaxBlocks;
-  reduceKernel<T, Op><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(ops, count, divisor);
+  size_t vectors = allAligned(ops) ? count * sizeof(T) / kVectorBytes : 0;
+  if (vectors > 0) {
+    reduceVectorKernel<T, Op><<<blocksFor(vectors), kThreads, 0, stream>>>(ops, vectors, divisor);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
+  const size_t done = vectors * (kVectorBytes / sizeof(T));
+  if (done == count) return cudaSuccess;
+  reduceKernel<T, Op><<<blocksFor(count - done), kThreads, 0, stream>>>(advancedBy(ops, done * sizeof(T)),
+                                                                        count - done, divisor);
   return cudaGetLastError();
 }
 

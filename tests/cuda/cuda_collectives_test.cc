@@ -6,7 +6,12 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda/gpu_probe.h"
@@ -209,6 +214,56 @@ TEST_P(CudaCollectives, StreamOrderedAllreduce) {
     }
     cudaFreeHost(pinned_in);
     cudaFreeHost(pinned_out);
+    cudaStreamDestroy(stream);
+  });
+}
+
+// A staged op on a stream returns before its input is ready: the stream is blocked behind a host
+// function that waits for a flag the test sets only after the call. A call that waited for the
+// op would wait for that flag too; the host function gives up after 10 s and says so. (A
+// cuda_ipc op on a stream finishes before the call returns: docs/CUDA.md, "Limits".)
+TEST_P(CudaCollectives, StagedIssueOnAStreamDoesNotWaitForTheOp) {
+  const char* ipc = std::getenv("COLL_CUDA_IPC");
+  if (!(ipc && std::string(ipc) == "0"))
+    GTEST_SKIP() << "cuda_ipc ops on a stream finish before the call returns (docs/CUDA.md, Limits); this checks "
+                    "the staged path (COLL_CUDA_IPC=0)";
+  run([](Communicator& c, Rank& self) {
+    const int n = c.size();
+    const DataType t = DataType::f32;
+    const size_t count = (1 << 18) + 3;
+    cudaStream_t stream = nullptr;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    Mirror buf(t, count), result(t, count);
+    struct Gate {
+      std::atomic<bool> open{false};
+      std::atomic<bool> gave_up{false};
+    } gate;
+    CUDA_CHECK(cudaLaunchHostFunc(
+        stream,
+        [](void* p) {
+          auto* g = static_cast<Gate*>(p);
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          while (!g->open.load() && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          g->gave_up = !g->open.load();
+        },
+        &gate));
+    void* pinned = nullptr;  // pageable memory would make the copies wait for the stream
+    CUDA_CHECK(cudaMallocHost(&pinned, count * 4));
+    for (size_t i = 0; i < count; ++i) buf.set(i, inputValue(t, ReduceOp::sum, self.rank, i));
+    std::memcpy(pinned, buf.host.data(), count * 4);
+    CUDA_CHECK(cudaMemcpyAsync(buf.dev, pinned, count * 4, cudaMemcpyHostToDevice, stream));
+    coll::Work w = c.allreduce(buf.dev, buf.dev, count, t, ReduceOp::sum, stream);
+    const bool done_at_return = w.test();
+    gate.open = true;
+    CUDA_CHECK(cudaMemcpyAsync(pinned, buf.dev, count * 4, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::memcpy(result.host.data(), pinned, count * 4);
+    cudaFreeHost(pinned);
+    RANK_CHECK(!gate.gave_up.load(), "the call waited for the stream (10 s), so it blocked the host");
+    RANK_CHECK(!done_at_return, "the op was done before its input was ready");
+    RANK_CHECK(w.test(), "the stream ran past the op before it completed");
+    checkReduction(result, t, ReduceOp::sum, n, count, 0, "stream-ordered allreduce");
     cudaStreamDestroy(stream);
   });
 }

@@ -1,6 +1,6 @@
 // The device reduction kernels against the host kernels (reduce/reduce.h), which define the
 // result: every dtype and op, 1 to 5 operands, odd sizes, in place and out of place, one and
-// several outputs. Skips, saying why, where no GPU is usable.
+// several outputs, buffers 16-byte aligned (the vector kernel and its scalar tail) or not. Skips, saying why, where no GPU is usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -50,8 +50,9 @@ class DeviceReduce : public ::testing::Test {
     if (!cuda::gpuPresent()) GTEST_SKIP() << "no GPU to run the CUDA kernels on: " << cuda::whyNoGpu();
   }
 
-  // n_in operands, n_out outputs (output 0 is operand 0 when in_place).
-  void check(DataType t, ReduceOp op, size_t count, int n_in, int n_out, bool in_place) {
+  // n_in operands, n_out outputs (output 0 is operand 0 when in_place). `shift`: operand 1 starts
+  // that many elements into its allocation (another alignment than the others').
+  void check(DataType t, ReduceOp op, size_t count, int n_in, int n_out, bool in_place, size_t shift = 0) {
     const size_t bytes = count * sizeOf(t);
     std::vector<std::vector<char>> host;
     std::vector<std::unique_ptr<DeviceBuffer>> dev;
@@ -60,9 +61,10 @@ class DeviceReduce : public ::testing::Test {
     ops.n_out = n_out;
     for (int k = 0; k < n_in; ++k) {
       host.push_back(values(t, count, static_cast<uint32_t>(k * 7919 + count)));
-      dev.push_back(std::make_unique<DeviceBuffer>(bytes));
-      ASSERT_EQ(cudaMemcpy(dev.back()->get(), host.back().data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
-      ops.in[k] = dev.back()->get();
+      const size_t skip = k == 1 ? shift * sizeOf(t) : 0;
+      dev.push_back(std::make_unique<DeviceBuffer>(bytes + skip));
+      ASSERT_EQ(cudaMemcpy(dev.back()->get() + skip, host.back().data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+      ops.in[k] = dev.back()->get() + skip;
     }
     for (int k = 0; k < n_out; ++k) {
       if (in_place && k == 0) {
@@ -101,6 +103,14 @@ TEST_F(DeviceReduce, OneToFiveOperandsInPlaceAndIntoSeveralOutputs) {
       check(t, ReduceOp::sum, 4099, n, 1, true);
       check(t, ReduceOp::avg, 4099, n, n, true);
       check(t, ReduceOp::max, 4099, n, 2, false);
+    }
+}
+
+TEST_F(DeviceReduce, BuffersOfAnotherAlignmentTakeTheScalarKernel) {
+  for (DataType t : kTypes)
+    for (size_t shift : {size_t{1}, size_t{3}}) {
+      check(t, ReduceOp::sum, 1031, 3, 2, false, shift);
+      check(t, ReduceOp::avg, 4099, 2, 2, true, shift);
     }
 }
 
