@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "cuda/device_copy.h"
+#include "cuda/launch_shape.h"
 
 namespace coll::cuda {
 namespace {
@@ -22,14 +23,9 @@ __global__ void fanOutKernel(FanOut fan, size_t pieces) {
   }
 }
 
-constexpr int kThreads = 256;
-constexpr size_t kMaxBlocks = 4096;
-
 template <class Piece>
 cudaError_t launchPieces(const FanOut& fan, size_t pieces, cudaStream_t stream) {
-  size_t blocks = (pieces + kThreads - 1) / kThreads;
-  if (blocks > kMaxBlocks) blocks = kMaxBlocks;
-  dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(fan.n_src));
+  dim3 grid(blocksFor(pieces), static_cast<unsigned>(fan.n_src));
   fanOutKernel<Piece><<<grid, kThreads, 0, stream>>>(fan, pieces);
   return cudaGetLastError();
 }

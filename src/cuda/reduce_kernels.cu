@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "cuda/device_reduce.h"
+#include "cuda/launch_shape.h"
 
 namespace coll::cuda {
 namespace {
@@ -152,15 +153,6 @@ __global__ void reduceVectorKernel(Operands ops, size_t vectors, int divisor) {
       for (int j = 0; j < kLanes; ++j) acc.lane[j] = F::divide(acc.lane[j], divisor);
     for (int k = 0; k < ops.n_out; ++k) out[k][v] = acc.raw;  // every input was read first: in place is safe
   }
-}
-
-// Enough blocks to fill any current GPU several times over; the loop covers the rest.
-constexpr int kThreads = 256;
-constexpr size_t kMaxBlocks = 4096;
-
-unsigned blocksFor(size_t items) {
-  size_t blocks = (items + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks > kMaxBlocks ? kMaxBlocks : blocks);
 }
 
 bool allAligned(const Operands& ops) {
