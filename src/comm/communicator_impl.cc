@@ -170,6 +170,7 @@ CommunicatorImpl::~CommunicatorImpl() {
   }
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  sayClosed();
   // Before the paths go: a revoke it is answering fails them. Before the store server too.
   responder_.reset();
   if (trace_) {
@@ -178,6 +179,16 @@ CommunicatorImpl::~CommunicatorImpl() {
   }
   ledger_.setPointToPoint(nullptr);  // the ledger must not point at a destroyed engine
   p2p_.reset();
+}
+
+// A healthy communicator tells its peers' ledger responders that it closed, so they stop polling
+// the store (ledger_exchange.h, postClosing); not if a peer already did, nor after a failure,
+// when the store may be gone with the failed rank.
+void CommunicatorImpl::sayClosed() {
+  if (size_ == 1 || failed_ || !responder_ || responder_->peerClosed() || !store_) return;
+  constexpr auto kClosingLimit = std::chrono::seconds(2);
+  Status st = postClosing(*store_, key_prefix_, rank_, transport::Clock::now() + kClosingLimit);
+  if (!st) COLL_INFO("STORE", "rank %d: could not tell the others it closed: %s", rank_, st.message().c_str());
 }
 
 // The child has the parent's connections but not its progress thread (see fork_guard.h).

@@ -81,6 +81,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   bool inForkedChild() const { return created_.inForkedChild(); }
 
  private:
+  void sayClosed();  // ~CommunicatorImpl: tells the peers' ledger responders
   void refuseInForkedChild(const char* what) const;
   CommunicatorImpl(const CommOptions& options, const Config& config);
   Status connectStore(const CommOptions& options);

@@ -35,6 +35,7 @@ std::string holdersKey(const std::string& prefix, int64_t k) {
 }
 
 constexpr const char* kRevokePrefix = "revoke ";
+constexpr const char* kClosingPrefix = "closing ";
 
 // How long the store's host waits, after a question, for the other ranks to hold its answers.
 constexpr auto kHostLinger = std::chrono::milliseconds(250);
@@ -79,6 +80,11 @@ void LedgerResponder::loop() {
       if (!stopping_) COLL_INFO("STORE", "ledger responder stopped: %s", st.message().c_str());
       return;
     }
+    if (asker.rfind(kClosingPrefix, 0) == 0) {
+      COLL_INFO("STORE", "ledger responder stopped: %s closed the communicator", asker.c_str() + std::strlen(kClosingPrefix));
+      peer_closed_ = true;
+      return;
+    }
     LedgerSnapshot mine = ledger_->snapshot();
     const auto limit = bootstrap::Clock::now() + kReconnectLimit;
     st = store_->set(answerKey(key_prefix_, k, mine.rank), mine.encode(), limit);
@@ -107,10 +113,22 @@ std::string answeredListKey(const std::string& key_prefix, int64_t question) {
   return key_prefix + "ledger/answerers/" + std::to_string(question);
 }
 
+namespace {
+Status postQuestion(bootstrap::StoreClient& store, const std::string& key_prefix, const std::string& text,
+                    bootstrap::Deadline deadline, int64_t* question) {
+  COLL_RETURN_IF_ERROR(store.add(key_prefix + "ledger/asks", 1, question, deadline));
+  return store.set(askKey(key_prefix, *question), text, deadline);
+}
+}  // namespace
+
 Status postRevoke(bootstrap::StoreClient& store, const std::string& key_prefix, const std::string& why,
                   bootstrap::Deadline deadline, int64_t* question) {
-  COLL_RETURN_IF_ERROR(store.add(key_prefix + "ledger/asks", 1, question, deadline));
-  return store.set(askKey(key_prefix, *question), kRevokePrefix + why, deadline);
+  return postQuestion(store, key_prefix, kRevokePrefix + why, deadline, question);
+}
+
+Status postClosing(bootstrap::StoreClient& store, const std::string& key_prefix, int rank, bootstrap::Deadline deadline) {
+  int64_t question = 0;
+  return postQuestion(store, key_prefix, kClosingPrefix + format("rank %d", rank), deadline, &question);
 }
 
 namespace {

@@ -39,6 +39,8 @@ class LedgerResponder {
   static Status start(Connect connect, const std::string& key_prefix, const Ledger* ledger, OnRevoke on_revoke,
                       bootstrap::Deadline connect_deadline, std::unique_ptr<LedgerResponder>* out);
   ~LedgerResponder();  // cancels the parked GET and joins the thread: returns promptly
+  // Whether another rank closed the communicator (postClosing): this responder has stopped.
+  bool peerClosed() const { return peer_closed_; }
 
  private:
   LedgerResponder(std::unique_ptr<bootstrap::StoreClient> store, Connect connect, std::string key_prefix,
@@ -53,6 +55,7 @@ class LedgerResponder {
   const Ledger* ledger_;
   OnRevoke on_revoke_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> peer_closed_{false};
   std::thread thread_;
 };
 
@@ -62,6 +65,11 @@ class LedgerResponder {
 // the store client (not the progress thread's: revoke runs on the caller's thread).
 Status postRevoke(bootstrap::StoreClient& store, const std::string& key_prefix, const std::string& why,
                   bootstrap::Deadline deadline, int64_t* question);
+// A rank closing a healthy communicator says so as a question every responder sees; each stops
+// there, without answering. So a job's last ranks stop polling the store before its host's
+// process ends (a store that went away made torch's TCPStore log its failure, with a C++
+// backtrace, on every rank still in its group), and a rank that saw it need not post again.
+Status postClosing(bootstrap::StoreClient& store, const std::string& key_prefix, int rank, bootstrap::Deadline deadline);
 // The list of the ranks whose responders answered question k.
 std::string answeredListKey(const std::string& key_prefix, int64_t question);
 

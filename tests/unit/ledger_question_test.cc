@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/store.h"
@@ -79,6 +80,24 @@ TEST(LedgerQuestion, EverySurvivorLearnsEveryLiveRankInLinearStoreCalls) {
   // The first asker: a window of counter polls (50 at 5 ms) and one read per rank; the others:
   // one question lookup and one read each. Quadratic polling would be thousands per asker.
   EXPECT_LT(calls + responder_calls, 60 + 3 * n + 4 * (n - 2) + responder_calls);
+}
+
+// A rank closing the communicator (postClosing) stops every responder, which then answers no
+// more; a later question finds nobody but the asker.
+TEST(LedgerQuestion, AClosingRankStopsEveryResponder) {
+  const int n = 4;
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(startJob(n, -1, &job));
+  std::unique_ptr<StoreClient> store;
+  ASSERT_TRUE(job.connect(bootstrap::Clock::now() + std::chrono::seconds(10), &store).isOk());
+  ASSERT_TRUE(postClosing(*store, kPrefix, 2, bootstrap::Clock::now() + std::chrono::seconds(5)).isOk());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (const auto& responder : job.responders)
+    while (!responder->peerClosed() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int r = 0; r < n; ++r) EXPECT_TRUE(job.responders[r]->peerClosed()) << "responder of rank " << r;
+  LedgerAnswers a = askLedgers(*store, kPrefix, 0, n, job.ledgers[0]->snapshot(), 7, bootstrap::Clock::now() + kWindow);
+  for (int r = 1; r < n; ++r) EXPECT_FALSE(a.of_rank[r].has_value()) << "rank " << r << " answered after closing";
 }
 
 }  // namespace
