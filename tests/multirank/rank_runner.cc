@@ -110,7 +110,9 @@ void withCommunicator(const RankBody& body, Rank& self, const std::string& addre
     childExit(kInitFailed);
   }
   body(*comm, self);
+  self.slot->stage = kClosingCommunicator;
   comm.reset();  // waits for queued ops, disconnects
+  self.slot->stage = kExiting;
 }
 
 void reap(RankOutcome* o, int status) {
@@ -187,9 +189,19 @@ void allreduceUntilFailure(Communicator& comm, size_t floats, ReduceOp op) {
   }
 }
 
+namespace {
+const char* stageName(int stage) {
+  switch (stage) {
+    case kInBody: return "in the test's body";
+    case kClosingCommunicator: return "closing its communicator";
+    default: return "exiting";
+  }
+}
+}  // namespace
+
 std::string RankOutcome::describe() const {
   std::string s = strprintf("rank %d (pid %d): ", rank, static_cast<int>(pid));
-  if (killed_on_deadline) s += "still running at the deadline, killed";
+  if (killed_on_deadline) s += strprintf("still running at the deadline (%s), killed", stageName(stage));
   else if (exited) s += strprintf("exit code %d%s", exit_code, init_failed ? " (init failed)" : "");
   else s += strprintf("killed by signal %d (%s)", signal, strsignal(signal));
   if (!message.empty()) s += ": " + message;
@@ -204,6 +216,17 @@ std::vector<RankOutcome> runRanks(int n, const RankBody& body, const RunOptions&
 }
 
 namespace {
+
+// A rank still running at the deadline: its threads' stacks go to stderr before the kill, where
+// gdb is installed (an optional diagnostic: a hang seen once under load says where it was).
+void dumpStacks(pid_t pid) {
+  if (::access("/usr/bin/gdb", X_OK) != 0) return;
+  std::fflush(stderr);
+  std::string command = strprintf("timeout -s KILL 15 /usr/bin/gdb -p %d -batch -nx -q -ex 'thread apply all bt' "
+                                  "</dev/null 1>&2 2>/dev/null", static_cast<int>(pid));
+  std::fprintf(stderr, "===== stacks of pid %d, still running at the deadline =====\n", static_cast<int>(pid));
+  if (std::system(command.c_str()) != 0) std::fprintf(stderr, "(gdb could not attach)\n");
+}
 
 // Waits for every child until the run's deadline, SIGKILLs (by PID) those still running then,
 // and fills in the outcomes of the ranks each child ran.
@@ -230,6 +253,7 @@ void reapChildren(const std::vector<pid_t>& pids, std::chrono::steady_clock::tim
     if (std::chrono::steady_clock::now() - start > deadline) {
       for (size_t i = 0; i < pids.size(); ++i) {
         if (gone[i]) continue;
+        dumpStacks(pids[i]);
         ::kill(pids[i], SIGKILL);
         int status = 0;
         ::waitpid(pids[i], &status, 0);
@@ -298,6 +322,7 @@ std::vector<RankOutcome> runForked(int n, const ProcessBody& body, const RunOpti
     o.message = slots[o.rank].message;
     o.error_code = slots[o.rank].error_code;
     o.error_time_ns = slots[o.rank].error_time_ns;
+    o.stage = slots[o.rank].stage.load();
     o.flags = slots[o.rank].flags;
     if (threads && o.message.empty() && !(o.exited && o.exit_code == 0))
       o.message = "ended with the process that every rank is a thread of (see the rank that says why)";

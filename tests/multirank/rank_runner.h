@@ -29,9 +29,13 @@ namespace coll::test {
 // One rank's report, in memory shared between parent and children (MAP_SHARED). Written by
 // that rank's child only; the parent reads it after the child exited (or while it runs, via
 // the atomics).
+// Where a rank process is, as far as the runner knows (a rank killed at the deadline says it).
+enum RankStage : int { kInBody = 0, kClosingCommunicator = 1, kExiting = 2 };
+
 struct RankSlot {
   std::atomic<int64_t> progress{0};  // bodies bump this (e.g. ops done) so the parent can watch
   std::atomic<int> phase{0};         // free for the body's use
+  std::atomic<int> stage{0};         // the runner's: RankStage, for a rank killed at the deadline
   int error_code = 0;                // a coll::ErrorCode the body recorded (0: none)
   int64_t error_time_ns = 0;         // steady_clock (CLOCK_MONOTONIC) time of that error
   int flags = 0;                     // free for the body's use
@@ -69,6 +73,7 @@ struct RankOutcome {
   int exit_code = -1;
   int signal = 0;            // the signal that ended it, if any
   bool killed_on_deadline = false;
+  int stage = kInBody;       // RankStage: where a rank killed at the deadline was
   bool init_failed = false;  // Communicator::create threw (error in slot)
   std::string message;       // the rank's recorded message
   int error_code = 0;
