@@ -81,7 +81,7 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   COLL_RETURN_IF_ERROR(impl->store_->barrier(impl->key_prefix_ + "init", impl->size_,
                                              transport::Clock::now() + config.timeout));
   startup.endPhase("barrier", impl->store_.get());
-  if (config.inline_ops) impl->link_->driver = impl.get();
+  impl->link_->driver = impl.get();  // waiters drive ops only where config.inline_ops (driveUntilDone)
   // Every op ends by COLL_TIMEOUT from its start; the margin covers what an op does around its
   // transfers (the ledger's question, closing connections) and a loaded machine.
   const auto timeout_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(config.timeout).count();
@@ -436,6 +436,27 @@ void CommunicatorImpl::fail(const Error& error) {
   queue_cv_.notify_all();
   for (OpRequest& op : pending)
     complete(op, Error(error.code(), opLabel(op, "") + ": communicator already failed: " + error.what()));
+}
+
+// Work::wait gave up on the wedged progress thread (OpDriver::abandon): fail() without running
+// callbacks, since the waiter holds the link's lock. The ops left in the queue fail with `why`
+// when the thread returns (runNext sees first_error_); none runs into its buffers.
+void CommunicatorImpl::abandon(const Error& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_error_) return;
+    first_error_ = why;
+    failed_.store(true, std::memory_order_release);
+  }
+  COLL_WARN("INIT", "communicator failed: %s", why.what());
+  const std::string reason = format("rank %d aborted after: %s", rank_, why.what());
+  transports_.abort(reason);
+  for (ExecutionPath* path : paths_) path->abort(reason);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    close_pending_ = true;
+  }
+  queue_cv_.notify_all();
 }
 
 void CommunicatorImpl::abort(const std::string& reason) {

@@ -124,6 +124,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   // kInlineGrace, without keeping it polling.
   void push(OpRequest op, Nudge nudge = Nudge::keep_hot);
   void kick() override;
+  void abandon(const Error& why) override;
   static void complete(OpRequest& op, const std::optional<Error>& error);
   void fail(const Error& error);
   std::string opLabel(const OpRequest& op, const std::string& algorithm) const;

@@ -53,6 +53,7 @@ void CommunicatorImpl::push(OpRequest op, Nudge nudge) {
 }
 
 void CommunicatorImpl::kick() {
+  if (!config_.inline_ops) return;  // the progress thread runs every op without being asked
   if (!unkicked_.exchange(false, std::memory_order_acq_rel)) return;
   {
     std::lock_guard<std::mutex> lock(mu_);  // not between the progress thread's look and its wait
@@ -122,7 +123,7 @@ bool CommunicatorImpl::waitForWork(std::unique_lock<std::mutex>& lock) {
 }
 
 bool CommunicatorImpl::driveUntilDone(const detail::WorkState& work) {
-  if (inForkedChild()) return false;
+  if (!config_.inline_ops || inForkedChild()) return false;
   std::unique_lock<std::mutex> engine(engine_mu_, std::try_to_lock);
   if (!engine.owns_lock()) return false;
   while (!work.finished.load(std::memory_order_acquire) && runNext()) {

@@ -22,6 +22,12 @@ void kickProgress(detail::WorkState& state) {
   std::lock_guard<std::mutex> lock(state.link->mu);
   if (state.link->driver) state.link->driver->kick();
 }
+// This wait gives up on a wedged runner: the ops still queued must never run after it returns
+// (their callers may free the buffers), so their communicator fails (OpDriver::abandon).
+void abandonRunner(detail::WorkState& state, const Error& why) {
+  std::lock_guard<std::mutex> lock(state.link->mu);
+  if (state.link->driver) state.link->driver->abandon(why);
+}
 // How often a waiter checks the runner's heartbeat.
 constexpr auto kWatchdogPoll = std::chrono::milliseconds(500);
 
@@ -62,7 +68,11 @@ void Work::wait() const {
   // The runner completes every op by its own deadline (COLL_TIMEOUT from when it starts), so
   // this wait is bounded by the ops queued before it, unless the runner itself is wedged.
   while (!state_->cv.wait_for(lock, kWatchdogPoll, [&] { return state_->done; })) {
-    if (std::optional<Error> wedged = runnerWedged(*state_)) throw *wedged;
+    if (std::optional<Error> wedged = runnerWedged(*state_)) {
+      lock.unlock();
+      abandonRunner(*state_, *wedged);
+      throw *wedged;
+    }
   }
   if (state_->error) throw *state_->error;
 }

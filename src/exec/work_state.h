@@ -29,6 +29,12 @@ class OpDriver {
   // Someone polls or waits with a timeout instead of driving: the progress thread must run
   // whatever was queued without waking it (CommunicatorImpl::push's keeps_hot).
   virtual void kick() = 0;
+  // A waiter gave up on the thread that runs the ops (wedged: Work::wait's watchdog). The ops
+  // still queued or posted must never run after this, into buffers their caller may have freed
+  // once its wait failed: fail them all with `why` (the communicator is failed, as after any
+  // op's timeout). Called under the link's mu, so it runs no completion callback: the ops are
+  // completed by the runner when it returns, or by the destructor.
+  virtual void abandon(const Error& why) = 0;
 
  protected:
   ~OpDriver() = default;

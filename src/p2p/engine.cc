@@ -45,12 +45,17 @@ Engine::Impl::Impl(EngineOptions options, std::vector<std::unique_ptr<transport:
   const int64_t timeout_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(opt_.timeout).count();
   link_->stall_limit_ns = timeout_ns + std::max<int64_t>(timeout_ns / 2, 5'000'000'000);
   link_->beat();
+  link_->driver = this;  // nothing else holds the link yet
   for (transport::Transport* t : for_peer_)
     if (t && std::find(active_.begin(), active_.end(), t) == active_.end()) active_.push_back(t);
   thread_ = std::thread([this] { run(); });
 }
 
 Engine::Impl::~Impl() {
+  {
+    std::lock_guard<std::mutex> lock(link_->mu);  // a waiter abandoning the engine is done with it
+    link_->driver = nullptr;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -73,12 +78,17 @@ void Engine::Impl::post(std::vector<Message> messages) {
   for (Message& m : messages) m.work->complete(Error(failed->code(), m.what + ": " + failed->what()));
 }
 
-void Engine::Impl::abort(const std::string& reason) {
+void Engine::Impl::abort(const std::string& reason) { failFromAnyThread(Error(ErrorCode::PeerLost, reason)); }
+
+// The engine's thread fails every op with `error` when it next looks (takeInbox); no callback
+// runs here.
+void Engine::Impl::failFromAnyThread(const Error& error) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!failed_) failed_ = Error(ErrorCode::PeerLost, reason);
+    if (!failed_) failed_ = error;
   }
-  for (transport::Transport* t : active_) t->abort(reason);  // any thread may; peers fail fast
+  failed_from_outside_.store(true, std::memory_order_release);
+  for (transport::Transport* t : active_) t->abort(error.what());  // any thread may; peers fail fast
   wake();
 }
 
@@ -109,7 +119,12 @@ void Engine::Impl::run() {
   while (takeInbox()) {
     link_->beat();
     waitForNews(&completions_);
-    for (const transport::Completion& c : completions_) onCompletion(c);
+    for (const transport::Completion& c : completions_) {
+      // Failed from another thread (a waiter abandoned us while a callback held this thread):
+      // what is left of the batch must not touch its ops' buffers; takeInbox fails them all.
+      if (failed_from_outside_.load(std::memory_order_acquire)) break;
+      onCompletion(c);
+    }
     completions_.clear();
     adoptConnections();
     checkDeadlines();

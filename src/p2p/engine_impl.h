@@ -22,7 +22,9 @@ namespace coll::p2p {
 inline constexpr uint64_t kEnvelopeTag = 1;
 inline constexpr uint64_t kPayloadTag = 2;
 
-class Engine::Impl {
+// The engine is its ops' runner for Work::wait's watchdog (detail::OpDriver): nobody drives it
+// inline, and a waiter that finds its thread wedged abandons it (the engine fails).
+class Engine::Impl final : private detail::OpDriver {
  public:
   Impl(EngineOptions options, std::vector<std::unique_ptr<transport::Transport>> owned,
        std::vector<transport::Transport*> for_peer);
@@ -30,6 +32,9 @@ class Engine::Impl {
   void post(std::vector<Message> messages);
   void abort(const std::string& reason);
   std::string describeOutstanding() const;
+  bool driveUntilDone(const detail::WorkState&) override { return false; }
+  void kick() override {}
+  void abandon(const Error& why) override { failFromAnyThread(why); }
   const std::shared_ptr<detail::DriverLink>& watchdog() const { return link_; }
 
  private:
@@ -103,6 +108,7 @@ class Engine::Impl {
   // Fails every outstanding op (and later posts) with the first error; report: tell the
   // communicator (on_failure), which it does only for failures the engine itself found.
   void failAll(const Error& error, bool report);
+  void failFromAnyThread(const Error& error);
   void wake();
   void noteOldest();
 
@@ -153,6 +159,7 @@ class Engine::Impl {
   std::string oldest_what_;              // the oldest outstanding op's `what`, for the same
   uint64_t oldest_id_ = 0;               // engine thread: whose `what` oldest_what_ holds
   std::optional<Error> failed_;  // the first failure: every later op fails with it
+  std::atomic<bool> failed_from_outside_{false};  // failFromAnyThread ran: stop handling completions
   bool stopping_ = false;
   UniqueFd wake_fd_;         // an eventfd: posts and abort wake the engine's poll
   // The engine thread's heartbeat, which Work::wait() on a p2p op watches: completions run on

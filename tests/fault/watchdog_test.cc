@@ -26,11 +26,21 @@ const bool kEnvSet = [] {
 constexpr double kLimitSeconds = 7.0;
 constexpr auto kWedgedFor = std::chrono::seconds(11);
 
+// A wait that gave up abandoned its op: once the wedged thread returns, the op must not run
+// into the buffer its caller may since have freed (it did, and freeing it corrupted the heap),
+// and the communicator is failed, as after any op's timeout.
+void expectAbandoned(const std::vector<float>& buffer, float before) {
+  std::this_thread::sleep_for(kWedgedFor - std::chrono::seconds(static_cast<int>(kLimitSeconds)) +
+                              std::chrono::milliseconds(1500));  // the callback has returned
+  for (float x : buffer)
+    RANK_CHECK(x == before, "the abandoned op wrote %g into its buffer (held %g) after its wait gave up", x, before);
+}
+
 TEST(Watchdog, WaitGivesUpOnAWedgedProgressThread) {
   RunOptions options;
   options.deadline = std::chrono::seconds(40);  // under ctest's 60: a hang names its rank, not a ctest timeout
   auto outcomes = runRanks(2, [](Communicator& comm, Rank& self) {
-    std::vector<float> a(1000, 1.0f), b(1000, 1.0f);
+    std::vector<float> a(1000, 1.0f), b(1000, self.rank == 0 ? 3.0f : 1.0f);
     if (self.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 0's callback is set first
     Work first = comm.allreduce(a.data(), a.data(), a.size(), DataType::f32, ReduceOp::sum);
     if (self.rank == 0) first.onComplete([] { std::this_thread::sleep_for(kWedgedFor); });
@@ -46,6 +56,14 @@ TEST(Watchdog, WaitGivesUpOnAWedgedProgressThread) {
       RANK_CHECK(e.code() == ErrorCode::Timeout, "failed with %s: %s", codeName(e.code()), e.what());
       RANK_CHECK(std::string(e.what()).find("wedged") != std::string::npos, "the error does not say why: %s", e.what());
       RANK_CHECK(seconds > kLimitSeconds - 1 && seconds < kLimitSeconds + 2.5, "gave up after %.2f s", seconds);
+      expectAbandoned(b, 3.0f);
+      try {
+        comm.allreduce(a.data(), a.data(), a.size(), DataType::f32, ReduceOp::sum).wait();
+        RANK_CHECK(false, "an all-reduce after the wait gave up succeeded: the communicator should have failed");
+      } catch (const Error& later) {
+        RANK_CHECK(std::string(later.what()).find("wedged") != std::string::npos, "a later op failed with: %s",
+                   later.what());
+      }
     }
   }, options);
   expectAllSucceeded(outcomes);
@@ -58,7 +76,7 @@ TEST(Watchdog, WaitOnAReceiveGivesUpOnAWedgedPointToPointEngine) {
   RunOptions options;
   options.deadline = std::chrono::seconds(40);
   auto outcomes = runRanks(2, [](Communicator& comm, Rank& self) {
-    std::vector<float> a(4, 1.0f), b(4, 2.0f);
+    std::vector<float> a(4, 1.0f), b(4, self.rank == 1 ? 2.0f : -1.0f);
     if (self.rank == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 0's callback is set first
       comm.send(a.data(), a.size(), DataType::f32, 0, 1).wait();
@@ -80,6 +98,7 @@ TEST(Watchdog, WaitOnAReceiveGivesUpOnAWedgedPointToPointEngine) {
       RANK_CHECK(std::string(e.what()).find("recv #") != std::string::npos, "the error does not name the op: %s",
                  e.what());
       RANK_CHECK(seconds > kLimitSeconds - 1 && seconds < kLimitSeconds + 2.5, "gave up after %.2f s", seconds);
+      expectAbandoned(b, -1.0f);
     }
   }, options);
   expectAllSucceeded(outcomes);
