@@ -31,9 +31,10 @@ packages=(build-essential cmake ninja-build pkg-config libboost-dev zlib1g-dev  
 
 # Optional, installed when apt-get can, never required: a real Slurm for the launcher matrix
 # (tests/launcher/launcher_matrix.sh skips its Slurm runs without them), nftables for
-# coll-doctor's firewalled-host case (tests/launcher/doctor_faults.sh skips it without nft).
+# coll-doctor's firewalled-host case (tests/launcher/doctor_faults.sh skips it without nft),
+# gdb for the stacks of a test's rank still running at its deadline (tests/multirank/rank_runner.cc).
 # No headers or libraries.
-optional_packages=(slurm-wlm munge nftables)
+optional_packages=(slurm-wlm munge nftables gdb)
 
 install_missing() {
   local missing=() optional=() p
@@ -53,7 +54,7 @@ install_missing() {
   if [[ ${#optional[@]} -gt 0 ]]; then
     echo "dev.sh: installing optional ${optional[*]}"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null ||
-      echo "dev.sh: could not install ${optional[*]} (optional: the Slurm launcher tests will be skipped)"
+      echo "dev.sh: could not install ${optional[*]} (optional: the Slurm launcher tests, the firewalled-host case and stacks of hung test ranks will be skipped)"
   fi
 }
 
