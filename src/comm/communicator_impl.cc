@@ -418,22 +418,7 @@ std::string CommunicatorImpl::opLabel(const OpRequest& op, const std::string& al
 // the peers fail fast instead of waiting for their own deadline.
 void CommunicatorImpl::fail(const Error& error) {
   std::deque<OpRequest> pending;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!first_error_) first_error_ = error;
-    failed_.store(true, std::memory_order_release);
-    pending.swap(queue_);
-    queued_.store(0, std::memory_order_relaxed);
-  }
-  const std::string reason = format("rank %d aborted after: %s", rank_, error.what());
-  transports_.abort(reason);
-  for (ExecutionPath* path : paths_) path->abort(reason);
-  {
-    // After abort(): the progress() this wakes must see the transport aborted.
-    std::lock_guard<std::mutex> lock(mu_);
-    close_pending_ = true;
-  }
-  queue_cv_.notify_all();
+  markFailed(error, &pending);
   for (OpRequest& op : pending)
     complete(op, Error(error.code(), opLabel(op, "") + ": communicator already failed: " + error.what()));
 }
@@ -442,17 +427,28 @@ void CommunicatorImpl::fail(const Error& error) {
 // callbacks, since the waiter holds the link's lock. The ops left in the queue fail with `why`
 // when the thread returns (runNext sees first_error_); none runs into its buffers.
 void CommunicatorImpl::abandon(const Error& why) {
+  if (firstError()) return;
+  COLL_WARN("INIT", "communicator failed: %s", why.what());
+  markFailed(why, nullptr);
+}
+
+// fail()'s part that runs no callback: the first error, the transports and paths aborted.
+// pending: takes the queued ops (nullptr: they stay, and fail when the progress thread pops them).
+void CommunicatorImpl::markFailed(const Error& error, std::deque<OpRequest>* pending) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (first_error_) return;
-    first_error_ = why;
+    if (!first_error_) first_error_ = error;
     failed_.store(true, std::memory_order_release);
+    if (pending) {
+      pending->swap(queue_);
+      queued_.store(0, std::memory_order_relaxed);
+    }
   }
-  COLL_WARN("INIT", "communicator failed: %s", why.what());
-  const std::string reason = format("rank %d aborted after: %s", rank_, why.what());
+  const std::string reason = format("rank %d aborted after: %s", rank_, error.what());
   transports_.abort(reason);
   for (ExecutionPath* path : paths_) path->abort(reason);
   {
+    // After abort(): the progress() this wakes must see the transport aborted.
     std::lock_guard<std::mutex> lock(mu_);
     close_pending_ = true;
   }

@@ -127,6 +127,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   void abandon(const Error& why) override;
   static void complete(OpRequest& op, const std::optional<Error>& error);
   void fail(const Error& error);
+  void markFailed(const Error& error, std::deque<OpRequest>* pending);
   std::string opLabel(const OpRequest& op, const std::string& algorithm) const;
 
   Config config_;
