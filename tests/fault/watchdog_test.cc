@@ -27,8 +27,8 @@ constexpr double kLimitSeconds = 7.0;
 constexpr auto kWedgedFor = std::chrono::seconds(11);
 
 // A wait that gave up abandoned its op: once the wedged thread returns, the op must not run
-// into the buffer its caller may since have freed (it did, and freeing it corrupted the heap),
-// and the communicator is failed, as after any op's timeout.
+// into the buffer its caller may since have freed (it did, and freeing it corrupted the heap).
+// Waits until the wedged callback has returned, then checks the buffer.
 void expectAbandoned(const std::vector<float>& buffer, float before) {
   std::this_thread::sleep_for(kWedgedFor - std::chrono::seconds(static_cast<int>(kLimitSeconds)) +
                               std::chrono::milliseconds(1500));  // the callback has returned
