@@ -128,7 +128,9 @@ class COLL_API Communicator {
   void groupEnd();
 
   // Fails every queued and running op with PeerLost ("aborted by the application"), closes
-  // every connection so peers fail fast too, and returns in bounded time. Idempotent.
+  // every connection so peers fail fast too, and returns once those ops have finished, so their
+  // buffers may be freed at once; bounded in time: a thread held in a completion callback is
+  // waited for at most 5 s (or COLL_TIMEOUT, if shorter), then a warning says so. Idempotent.
   void abort();
 
   // After a failure, the survivors make a communicator without `excluded_ranks` (the dead or

@@ -250,9 +250,9 @@ bool CommunicatorImpl::issueOnPath(ExecutionPath& path, OpRequest& op, Work* wor
     failed = firstError();
     state.failed = &*failed;
   }
-  std::unique_lock<std::mutex> engine;
+  std::unique_lock<OwnedMutex> engine;
   if (path.startsAtIssue()) {
-    engine = std::unique_lock<std::mutex>(engine_mu_, std::try_to_lock);
+    engine = std::unique_lock<OwnedMutex>(engine_mu_, std::try_to_lock);
     if (engine.owns_lock() && !failed && &path == board_.get() && queued_.load(std::memory_order_acquire) > 0)
       finishReadyBoardOps();
     state.engine_held = engine.owns_lock();
@@ -307,7 +307,7 @@ void CommunicatorImpl::setAlgorithms(const std::string& text) {
   std::vector<select::AlgoRule> rules;
   Status st = select::parseAlgoOverride(text, &rules);
   if (!st) throw Error(ErrorCode::InvalidArgument, format("setAlgorithms(\"%s\"): %s", text.c_str(), st.message().c_str()));
-  std::lock_guard<std::mutex> engine(engine_mu_);  // a running op finishes under the rules it began with
+  std::lock_guard<OwnedMutex> engine(engine_mu_);  // a running op finishes under the rules it began with
   size_t queued = queued_.load();
   if (queued > 0)
     throw Error(ErrorCode::InvalidArgument,
@@ -462,6 +462,28 @@ void CommunicatorImpl::abort(const std::string& reason) {
     return;
   }
   fail(Error(ErrorCode::PeerLost, format("rank %d: %s", rank_, reason.c_str())));
+  settleAfterAbort();
+}
+
+// abort() returns once the ops it failed have finished, so that the caller may free their
+// buffers: the op running under the engine stops at its next poll of the aborted transports
+// (milliseconds), the p2p engine fails its ops when its thread next looks. Bounded, since the
+// thread may be held in a completion callback: after kAbortSettle a warning says that buffers
+// may still be in use. A callback that aborts holds the engine itself: the op it ran is done.
+void CommunicatorImpl::settleAfterAbort() {
+  constexpr auto kAbortSettle = std::chrono::seconds(5);
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + std::min<std::chrono::steady_clock::duration>(kAbortSettle, config_.timeout);
+  bool settled = engine_mu_.heldByThisThread();
+  if (!settled) {
+    std::unique_lock<OwnedMutex> engine(engine_mu_, deadline);
+    settled = engine.owns_lock();
+  }
+  for (ExecutionPath* path : paths_) settled = path->settle(deadline) && settled;
+  if (!settled)
+    COLL_WARN("INIT", "abort() on rank %d: an op was still running %.1f s later (its thread is held, perhaps in a "
+              "completion callback); its buffers may still be in use", rank_,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
 std::optional<Error> CommunicatorImpl::asyncError() const { return firstError(); }

@@ -16,6 +16,7 @@
 
 #include "base/config.h"
 #include "base/fork_guard.h"
+#include "base/owned_mutex.h"
 #include "bootstrap/host_grouping.h"
 #include "bootstrap/store.h"
 #include "coll/communicator.h"
@@ -128,6 +129,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   static void complete(OpRequest& op, const std::optional<Error>& error);
   void fail(const Error& error);
   void markFailed(const Error& error, std::deque<OpRequest>* pending);
+  void settleAfterAbort();
   std::string opLabel(const OpRequest& op, const std::string& algorithm) const;
 
   Config config_;
@@ -168,7 +170,7 @@ class CommunicatorImpl final : private detail::OpDriver {
 
   // Held by the thread running ops (the progress thread, or a waiter driving them inline):
   // the transports and the paths' run() are its alone. Taken before mu_.
-  std::mutex engine_mu_;
+  OwnedMutex engine_mu_;
   std::shared_ptr<detail::DriverLink> link_ = std::make_shared<detail::DriverLink>();
   mutable std::mutex mu_;  // guards queue_, stopping_, first_error_, close_pending_, progress_cold_
   std::condition_variable queue_cv_;

@@ -75,7 +75,7 @@ void CommunicatorImpl::progressLoop() {
       std::unique_lock<std::mutex> lock(mu_);
       if (!waitForWork(lock)) return;
     }
-    std::lock_guard<std::mutex> engine(engine_mu_);  // waits while a waiter drives ops inline
+    std::lock_guard<OwnedMutex> engine(engine_mu_);  // waits while a waiter drives ops inline
     bool close = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -124,7 +124,7 @@ bool CommunicatorImpl::waitForWork(std::unique_lock<std::mutex>& lock) {
 
 bool CommunicatorImpl::driveUntilDone(const detail::WorkState& work) {
   if (!config_.inline_ops || inForkedChild()) return false;
-  std::unique_lock<std::mutex> engine(engine_mu_, std::try_to_lock);
+  std::unique_lock<OwnedMutex> engine(engine_mu_, std::try_to_lock);
   if (!engine.owns_lock()) return false;
   while (!work.finished.load(std::memory_order_acquire) && runNext()) {
   }

@@ -32,6 +32,7 @@ Engine::Engine(EngineOptions options, std::vector<std::unique_ptr<transport::Tra
 Engine::~Engine() = default;
 void Engine::post(std::vector<Message> messages) { impl_->post(std::move(messages)); }
 void Engine::abort(const std::string& reason) { impl_->abort(reason); }
+bool Engine::settle(std::chrono::steady_clock::time_point deadline) { return impl_->settle(deadline); }
 std::string Engine::describeOutstanding() const { return impl_->describeOutstanding(); }
 std::shared_ptr<detail::DriverLink> Engine::watchdog() const { return impl_->watchdog(); }
 
@@ -79,6 +80,12 @@ void Engine::Impl::post(std::vector<Message> messages) {
 }
 
 void Engine::Impl::abort(const std::string& reason) { failFromAnyThread(Error(ErrorCode::PeerLost, reason)); }
+
+bool Engine::Impl::settle(std::chrono::steady_clock::time_point deadline) {
+  if (std::this_thread::get_id() == thread_.get_id()) return false;
+  std::unique_lock<std::mutex> lock(mu_);
+  return failed_all_cv_.wait_until(lock, deadline, [&] { return failed_all_; });
+}
 
 // The engine's thread fails every op with `error` when it next looks (takeInbox); no callback
 // runs here.
@@ -405,6 +412,11 @@ void Engine::Impl::failAll(const Error& error, bool report) {
   for (auto& [id, op] : ops) op.msg.work->complete(Error(e.code(), op.msg.what + ": " + e.what()));
   (void)matcher_.takeAllPosted();  // inbound_ stays: an aborted transport may still hold its buffers
   outstanding_.store(0, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed_all_ = true;
+  }
+  failed_all_cv_.notify_all();
 }
 
 }  // namespace coll::p2p

@@ -79,6 +79,10 @@ class Engine {
   void post(std::vector<Message> messages);
   // Any thread: fails every outstanding and later op with PeerLost naming the reason.
   void abort(const std::string& reason);
+  // After abort(): waits until the engine's thread has failed every op it held, so none of
+  // their buffers is touched any more. False: `deadline` came first, or the caller is that
+  // thread (a completion callback), which fails them once it returns. Any thread.
+  bool settle(std::chrono::steady_clock::time_point deadline);
   // "recv #4 of 8 bytes from peer 2 (tag 0) and 2 more": the oldest outstanding op, for stall
   // reports (the ledger); empty when none is outstanding. Any thread.
   std::string describeOutstanding() const;

@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -31,6 +32,7 @@ class Engine::Impl final : private detail::OpDriver {
   ~Impl();
   void post(std::vector<Message> messages);
   void abort(const std::string& reason);
+  bool settle(std::chrono::steady_clock::time_point deadline);
   std::string describeOutstanding() const;
   bool driveUntilDone(const detail::WorkState&) override { return false; }
   void kick() override {}
@@ -161,6 +163,8 @@ class Engine::Impl final : private detail::OpDriver {
   std::optional<Error> failed_;  // the first failure: every later op fails with it
   std::atomic<bool> failed_from_outside_{false};  // failFromAnyThread ran: stop handling completions
   bool stopping_ = false;
+  bool failed_all_ = false;       // failAll has failed every op it held (settle() waits for it)
+  std::condition_variable failed_all_cv_;
   UniqueFd wake_fd_;         // an eventfd: posts and abort wake the engine's poll
   // The engine thread's heartbeat, which Work::wait() on a p2p op watches: completions run on
   // this thread, and one that never returns must not leave waiters unbounded.

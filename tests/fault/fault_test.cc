@@ -308,6 +308,45 @@ TEST(AbortRank, WhileIdlePeersFailFast) {
     }
 }
 
+// When abort() returns, every op it failed has finished: the caller may free the buffers at
+// once. The aborter has a receive that no peer will match outstanding on the point-to-point
+// engine and, with `running`, a 64 MiB all-reduce under way (it waits a moment so the op runs,
+// not queued; the peers join it). Without one, the receive alone: abort() must wait for the
+// engine's thread, not only for the op under the communicator's engine.
+void expectOpsFinishedWhenAbortReturns(bool running) {
+  const int n = 3, aborter = 1;
+  constexpr size_t kFloats = 16u << 20;
+  auto outcomes = runRanks(n, [running](Communicator& comm, Rank& self) {
+    if (self.rank != aborter) return loopUntilFailureOf(comm, self, kFloats);
+    std::vector<float> buf(kFloats, 1.0f);
+    std::vector<int32_t> never(1000, -1);
+    std::vector<Work> outstanding{comm.recv(never.data(), never.size(), DataType::i32, 2, 99)};
+    if (running) {
+      comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, ReduceOp::max).wait();
+      outstanding.push_back(comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, ReduceOp::max));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    self.slot->error_time_ns = nowNs();
+    comm.abort();
+    for (const Work& w : outstanding) {
+      RANK_CHECK(w.test(), "abort() returned while op #%llu it failed was still outstanding",
+                 static_cast<unsigned long long>(w.sequence()));
+      try {
+        w.wait();
+        RANK_CHECK(false, "an op outstanding during abort() succeeded");
+      } catch (const Error& e) {
+        RANK_CHECK(e.code() == ErrorCode::PeerLost, "an aborted op failed with %s: %s", codeName(e.code()), e.what());
+      }
+    }
+    self.slot->phase = kPhaseFailed;
+  });
+  ASSERT_TRUE(outcomes[aborter].exited && outcomes[aborter].exit_code == 0) << outcomes[aborter].describe();
+  expectSurvivorsFailedCleanly(outcomes, aborter, outcomes[aborter].error_time_ns);
+}
+
+TEST(AbortRank, RunningOpsHaveFinishedWhenItReturns) { expectOpsFinishedWhenAbortReturns(true); }
+TEST(AbortRank, OutstandingReceiveHasFinishedWhenItReturns) { expectOpsFinishedWhenAbortReturns(false); }
+
 // Ranks that disagree about the call fail (Mismatch where a message header reveals it; the
 // others PeerLost or Timeout) instead of hanging or corrupting data.
 void expectMismatchCaught(const std::vector<RankOutcome>& outcomes, int64_t start_ns, const char* op) {

@@ -12,6 +12,7 @@
 //              (scheduled_path.h)
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -77,6 +78,10 @@ class ExecutionPath {
 
   // The communicator failed (any thread): fail what the path holds outside the queue.
   virtual void abort(const std::string& reason) {}
+
+  // After abort(): waits until no op the path holds outside the queue can touch its buffers
+  // (the engine's holder runs the queued ones). False: `deadline` came first. Any thread.
+  virtual bool settle(std::chrono::steady_clock::time_point deadline) { return true; }
 };
 
 }  // namespace coll

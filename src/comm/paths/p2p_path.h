@@ -5,7 +5,7 @@
 // and completes their Works on its thread. Sends and receives on device buffers take the
 // device path.
 //
-// Threading: issue() and post() on the issuing thread; abort() from any.
+// Threading: issue() and post() on the issuing thread; abort() and settle() from any.
 #pragma once
 
 #include <functional>
@@ -36,6 +36,7 @@ class P2pPath final : public ExecutionPath {
   Issued issue(OpRequest& op, const IssueState& state, Status* failure) override;
   Status run(const OpRequest& op, RunReport* report) override;
   void abort(const std::string& reason) override { engine_->abort(reason); }
+  bool settle(std::chrono::steady_clock::time_point deadline) override { return engine_->settle(deadline); }
 
   // Posts sends and receives together (a group: groupStart/groupEnd); after a failure, fails them.
   void post(std::vector<OpRequest> ops, const Error* failed);
