@@ -305,7 +305,8 @@ void bindCommunicator(py::module_& m) {
              py::gil_scoped_release release;
              comm.abort();
            },
-           "Fails every queued and running op with PeerLost and closes every connection. Idempotent.")
+           "Fails every queued and running op with PeerLost, closes every connection and returns once "
+           "those ops have finished (their buffers may be freed). Idempotent.")
       .def("async_error", [](PyCommunicator& c) -> py::object {
              auto error = c.get().asyncError();
              return error ? makeError(*error) : py::none();
