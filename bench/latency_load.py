@@ -11,9 +11,9 @@ busy process per core beside the job (a spinning loop at normal priority, as a d
 a second job would), started before and killed after each launch. Rounds interleave the two
 systems; the table gives the median over rounds of each figure.
 
-Placement: each system's default on this machine, as bench/compare.py --local does: coll
-pinned one rank per core where the ranks fit the cores (collrun --bind-to core), Open MPI
-binding by its own rules.
+Placement: each system's default on an idle machine, as bench/compare.py --local does: coll
+pinned, rank r on core r mod the cores (what collrun's --bind-to auto does there; given as
+--bind-to core so that the loaded runs keep it), Open MPI binding by its own rules.
 """
 import argparse
 import json
@@ -43,8 +43,7 @@ def stop(procs):
 def run_coll(build, n, iters, warmup, timeout):
     """{size: (p50_us, p99_us)} from coll's all_reduce_perf -K 1 -J."""
     out = Path(tempfile.mkstemp(prefix="coll-lat.", suffix=".json")[1])
-    bind = "core" if n <= (os.cpu_count() or 1) else "none"
-    cmd = [str(build / "bin/collrun"), "--bind-to", bind, "-n", str(n), str(build / "bin/all_reduce_perf"),
+    cmd = [str(build / "bin/collrun"), "--bind-to", "core", "-n", str(n), str(build / "bin/all_reduce_perf"),
            "-b", str(SIZES[0]), "-e", str(SIZES[-1]), "-f", "8", "-n", str(iters), "-w", str(warmup),
            "-c", "1", "-K", "1", "-J", str(out)]
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=timeout, check=True)

@@ -83,7 +83,6 @@ Placement choosePlacement(const std::string& bind_to, int np) {
     pin();
     return p;
   }
-  if (np > static_cast<int>(cpus.size())) return p;  // oversubscribed: as mpirun, no binding
   const double busy = busyCpus(cpus, kSampleMs);
   char line[256];
   if (busy >= kBusyLimit) {
@@ -93,9 +92,13 @@ Placement choosePlacement(const std::string& bind_to, int np) {
     return p;
   }
   pin();
-  std::vector<int> used(p.cpu_of_rank.begin(), p.cpu_of_rank.end());
-  std::snprintf(line, sizeof line, "collrun: %d rank(s) fit the %zu CPU(s): rank r runs on CPU r of %s "
-                "(--bind-to none leaves placement to the kernel)", np, cpus.size(), cpuList(cpus).c_str());
+  if (np <= static_cast<int>(cpus.size()))
+    std::snprintf(line, sizeof line, "collrun: %d rank(s) fit the %zu CPU(s): rank r runs on CPU r of %s "
+                  "(--bind-to none leaves placement to the kernel)", np, cpus.size(), cpuList(cpus).c_str());
+  else
+    std::snprintf(line, sizeof line, "collrun: %d ranks share the %zu CPU(s) %s: rank r runs on CPU r mod %zu of "
+                  "them (--bind-to none leaves placement to the kernel)", np, cpus.size(), cpuList(cpus).c_str(),
+                  cpus.size());
   p.note = line;
   return p;
 }
