@@ -36,6 +36,9 @@ struct ScheduleKey {
 struct CachedSchedule {
   algo::Schedule schedule;
   ExecPlan plan;
+  // Whether a reduce-scatter's own chunk may be reduced straight into the caller's buffer
+  // (exec/executor.h, windowFits): -1 not yet known. The chunk is fixed by the key and the rank.
+  mutable int8_t result_window_fits = -1;
 };
 
 class ScheduleCache {

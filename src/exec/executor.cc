@@ -230,6 +230,8 @@ class Executor {
 
   char* address(algo::BufferId id, const Step& step, size_t offset) const {
     const OpBuffers& op = ctx_.ops[step.op_index];
+    if (id == algo::BufferId::output && op.result && offset - op.result_at < op.result_bytes)
+      return op.result + (offset - op.result_at);
     const void* base = id == algo::BufferId::input ? op.input : op.output;
     return const_cast<char*>(static_cast<const char*>(base)) + offset;
   }
@@ -366,6 +368,16 @@ ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
 
 Status execute(const algo::Schedule& schedule, const ExecPlan& plan, ExecContext& ctx, ExecState* state) {
   return Executor(schedule, plan, ctx, *state).run();
+}
+
+bool windowFits(const algo::Schedule& schedule, size_t at, size_t bytes) {
+  const size_t end = at + bytes;
+  for (const Step& step : schedule.steps) {
+    const size_t first = step.offset, last = step.offset + step.bytes;
+    const bool overlaps = first < end && last > at;
+    if (overlaps && (first < at || last > end)) return false;
+  }
+  return true;
 }
 
 Status execute(const algo::Schedule& schedule, ExecContext& ctx) {
