@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/tcp_streams, the CPU-bound regime's limit in bench/compare.py, on loopback: a ring of 3
-# and a chain of 3 carry every byte and print a rate; a peer that never listens fails within the
+# and a chain of 3 carry every byte and print a rate, also walking a footprint that the bytes do
+# not fill evenly; a bad footprint is refused; a peer that never listens fails within the
 # timeout and says which step failed.
 #   tcp_streams_e2e.sh TCP_STREAMS
 set -uo pipefail
@@ -9,10 +10,10 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/coll-tcp-streams.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 p=($(port) $(port) $(port))
-run3() {  # run3 ring|chain: three processes, host i listens on p[i], sends to host i+1
-  local pids=()
+run3() {  # run3 ring|chain [FLAGS]: three processes, host i listens on p[i], sends to host i+1
+  local pids=() extra=("${@:2}")
   for i in 0 1 2; do
-    local args=(--bytes 8M --timeout 20)
+    local args=(--bytes 8M --timeout 20 "${extra[@]}")
     [[ $1 == ring || $i -gt 0 ]] && args+=(--listen "${p[$i]}")
     [[ $1 == ring || $i -lt 2 ]] && args+=(--to "127.0.0.1:${p[$(( (i + 1) % 3 ))]}")
     timeout 60 "$prog" "${args[@]}" >"$out/$1.$i" 2>&1 & pids+=($!)
@@ -22,6 +23,12 @@ run3() {  # run3 ring|chain: three processes, host i listens on p[i], sends to h
 run3 ring
 [[ $(cat "$out"/ring.* | grep -c "sent 8388608 received 8388608 bytes in .* GB/s") == 3 ]] ||
   { cat "$out"/ring.*; echo "FAIL: ring: not every stream carried 8 MiB each way"; exit 1; }
+run3 ring --footprint 6M  # 3 MiB each way, cycled: 8 MiB is 2 laps and 2 MiB more
+[[ $(cat "$out"/ring.* | grep -c "sent 8388608 received 8388608 bytes in .* GB/s") == 3 ]] ||
+  { cat "$out"/ring.*; echo "FAIL: ring walking 6 MiB: not every stream carried 8 MiB each way"; exit 1; }
+if "$prog" --to "127.0.0.1:${p[0]}" --footprint 0 >"$out/bad" 2>&1 || ! grep -q "footprint wants a size" "$out/bad"; then
+  cat "$out/bad"; echo "FAIL: --footprint 0 was not refused clearly"; exit 1
+fi
 run3 chain
 grep -q "sent 8388608 received 0 bytes" "$out/chain.0" && grep -q "sent 0 received 8388608 bytes" "$out/chain.2" ||
   { cat "$out"/chain.*; echo "FAIL: chain: the head must only send and the tail only receive"; exit 1; }
