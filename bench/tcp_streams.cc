@@ -12,7 +12,8 @@
 // 256 MiB collective cannot keep its bytes in cache. --footprint gives the op's size.
 // Every wait has a deadline (--timeout); a failure names the step and the errno text.
 //
-// usage: tcp_streams [--listen PORT] [--to ADDR:PORT] [--bytes N] [--footprint N] [--timeout SECONDS]
+// usage: tcp_streams [--listen PORT] [--to ADDR:PORT] [--bytes N] [--footprint N] [--reduce]
+//                    [--timeout SECONDS]
 // prints: tcp_streams: sent S received R bytes in T s: G GB/s (BYTES / T, T until both directions
 // are done)
 #include <arpa/inet.h>
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "perf_options.h"
+#include "reduce/reduce.h"
 
 namespace {
 
@@ -50,6 +52,10 @@ struct Options {
   // it and sending from the rest, so its ceiling is the rate at its footprint (--footprint 256M
   // for a 256 MiB op: 128 MiB sent from, 128 MiB received into, cycled).
   size_t buffer = kChunk;
+  // --reduce: each received piece lands in a scratch slice and is then added (float32 sum, coll's
+  // own kernel) into the footprint, as a reduce-scatter's step combines what it receives with
+  // its own operand: the ceiling of a ring that reduces, where the CPUs decide.
+  bool reduce = false;
   int timeout_s = 60;
 };
 
@@ -60,8 +66,14 @@ struct Options {
 
 Options parseOptions(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--reduce") {
+      o.reduce = true;
+      continue;
+    }
+    if (i + 1 == argc) failWithout(flag + " wants a value");
+    std::string value = argv[++i];
     if (flag == "--listen") {
       o.listen_port = std::atoi(value.c_str());
     } else if (flag == "--to") {
@@ -150,14 +162,17 @@ void sendAll(int fd, size_t bytes, size_t size) {
   shutdown(fd, SHUT_WR);
 }
 
-void receiveAll(int fd, size_t bytes, size_t size) {
-  std::vector<char> buf(size, 0);
+void receiveAll(int fd, size_t bytes, size_t size, bool reduce) {
+  std::vector<char> buf(size, 0), scratch(reduce ? kChunk : 0, 0);
   for (size_t done = 0; done < bytes;) {
     size_t len = 0;
     size_t at = placeOf(done, size, bytes, &len);
-    ssize_t n = recv(fd, buf.data() + at, len, 0);
+    ssize_t n = recv(fd, reduce ? scratch.data() : buf.data() + at, len, reduce ? MSG_WAITALL : 0);
     if (n == 0) failWithout("the peer closed after " + std::to_string(done) + " bytes");
     if (n < 0) fail("recv after " + std::to_string(done) + " bytes");
+    if (reduce)
+      coll::reduce::reduceInto(buf.data() + at, scratch.data(), static_cast<size_t>(n) / sizeof(float),
+                               coll::DataType::f32, coll::ReduceOp::sum);
     done += n;
   }
 }
@@ -178,7 +193,7 @@ void run(const Options& o) {
     }
   });
   try {
-    if (in >= 0) receiveAll(in, o.bytes, o.buffer);
+    if (in >= 0) receiveAll(in, o.bytes, o.buffer, o.reduce);
   } catch (const std::exception& e) {
     receive_error = e.what();  // the sender is joined first: it ends by its own deadline
   }

@@ -46,6 +46,21 @@ def summary_rows(m, collective, systems, sizes):
     return rows
 
 
+def in_place_lines(scn, collective, systems, rows):
+    """torch's all_reduce works in place, MPI_Allreduce and the table's coll column out of place
+    (twice the memory walked): where gloo is in the table, coll's in-place cell of the same runs
+    beside it."""
+    got = getattr(scn, "in_place_busbw", {})
+    if collective != "all_reduce" or "gloo" not in systems or not got.get(("coll", rows[-1]["size"])):
+        return []
+    parts = []
+    for r in rows:
+        busbw = statistics.median(got.get(("coll", r["size"]), [0]))
+        gloo = r["busbw"].get("gloo")
+        parts.append(f"{human_size(r['size'])} {busbw:.3g} GB/s" + (f" ({busbw / gloo:.2f} of gloo)" if gloo else ""))
+    return ["# coll in place, as torch's all_reduce (gloo's column) is, same runs: " + ", ".join(parts)]
+
+
 def table_text(scn, m, collective, systems, rows):
     mem = "coll-mem" in systems
     extra = [k for k in ("ucx/coll", "torch/best") if any(k in r["extra"] for r in rows)]
@@ -66,6 +81,7 @@ def table_text(scn, m, collective, systems, rows):
             lines.append(f"{human_size(r['size']):>10} " + " ".join(f"{cell(r['cpu'][s]):>10}" for s in systems))
     lines += floor_lines(scn, m, collective, {s: rows[-1]["busbw"][s] for s in systems})
     lines += copy_floor_lines(scn, m, collective, {s: rows[-1]["busbw"][s] for s in systems})
+    lines += in_place_lines(scn, collective, systems, rows)
     ceiling = scn.ceiling(statistics.median(m.limits) if m.limits else None)
     for s in systems:
         over = [human_size(r["size"]) for r in rows if ceiling and (r["busbw"][s] or 0) > ceiling]

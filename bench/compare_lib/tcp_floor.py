@@ -13,7 +13,9 @@ never far.
 Where the CPUs decide, so does memory. Bare streams that send from and receive into one 4 MiB
 buffer keep their bytes in cache, which no collective of 256 MiB can; so each shape is also
 measured walking the footprint of the largest op (half of it sent from, half received into),
-and the report gives a system's busbw against both.
+and the report gives a system's busbw against both; for a reduce-scatter, whose every received
+byte is combined with the rank's own, also against walking streams that add each piece they
+receive into their footprint (coll's own kernel, float32 sum).
 """
 import os
 import re
@@ -48,22 +50,26 @@ def measure_floor(scn):
         return None
     footprint = max(getattr(scn, "sizes", None) or [0])
     floor = {}
-    for shape in ("ring", "chain"):
-        for key, walk in ((shape, None), (shape + "_op", footprint if footprint > CACHED_BYTES else None)):
-            if key != shape and walk is None:
-                continue
-            rates, error = run_streams(scn, shape == "ring", footprint=walk)
-            if error:
-                print(f"# tcp_streams ({shape}) failed, no TCP floor this round: {error}", flush=True)
-                return None
-            floor[key] = min(rates)
+    walk = footprint if footprint > CACHED_BYTES else None
+    kinds = [("ring", "ring", None, False), ("chain", "chain", None, False)]
+    if walk:
+        kinds += [("ring_op", "ring", walk, False), ("chain_op", "chain", walk, False),
+                  ("ring_reduce_op", "ring", walk, True)]
+    for key, shape, fp, reduce in kinds:
+        rates, error = run_streams(scn, shape == "ring", footprint=fp, reduce=reduce)
+        if error:
+            print(f"# tcp_streams ({key}) failed, no TCP floor this round: {error}", flush=True)
+            return None
+        floor[key] = min(rates)
     return floor
 
 
-def stream_args(scn, host, port, ring, nbytes=FLOOR_BYTES, footprint=None):
+def stream_args(scn, host, port, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False):
     args = [str(scn.build / "bin/tcp_streams"), "--bytes", nbytes, "--timeout", str(FLOOR_TIMEOUT_S)]
     if footprint:
         args += ["--footprint", str(footprint)]
+    if reduce:
+        args += ["--reduce"]
     if ring or host > 0:
         args += ["--listen", str(port)]
     if ring or host < scn.hosts - 1:
@@ -71,10 +77,10 @@ def stream_args(scn, host, port, ring, nbytes=FLOOR_BYTES, footprint=None):
     return args
 
 
-def run_streams(scn, ring, nbytes=FLOOR_BYTES, footprint=None):
+def run_streams(scn, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False):
     """Each host's rate, or an error text. One process per host, in its namespace."""
     port = scn.next_port()
-    procs = [subprocess.Popen(scn.in_host(h) + stream_args(scn, h, port, ring, nbytes, footprint),
+    procs = [subprocess.Popen(scn.in_host(h) + stream_args(scn, h, port, ring, nbytes, footprint, reduce),
                               stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
              for h in range(scn.hosts)]
@@ -114,4 +120,10 @@ def floor_lines(scn, m, collective, busbw_by_system):
         if walked:
             parts = [f"{s} {b / statistics.median(walked):.2f}" for s, b in busbw_by_system.items() if b]
             line += "; / the walking streams: " + ", ".join(parts)
+    reducing = [f["ring_reduce_op"] for f in m.floors if "ring_reduce_op" in f]
+    if collective == "reduce_scatter" and reducing:
+        rate = statistics.median(reducing)
+        line += f". Walking streams that also add what they receive: {rate:.3g} GB/s"
+        if scn.per_host == 1:
+            line += "; busbw / that: " + ", ".join(f"{s} {b / rate:.2f}" for s, b in busbw_by_system.items() if b)
     return [line]
