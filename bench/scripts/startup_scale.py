@@ -12,7 +12,10 @@ mpirun over `netcluster rsh` (coll finds its store through PMIx), N/H ranks a ho
 Prints, per job: the wall time from launch to exit (start-up dominates it: one op of 8 B),
 for coll the time from launch until its last rank was ready (each rank logs its start-up at
 COLL_DEBUG=INFO with the wall clock, src/comm/startup_report.h) and coll-sim's estimate of
-it for the same layout and cores (--sim; tools/sim/startup_model.h), with their ratio,
+it for the same layout and cores (tools/sim/startup_model.h), with their ratio; coll-sim's CPU
+costs are first scaled to this machine's speed in this run by one one-host job of --calibrate
+ranks (64; a shared machine ran the same 128-rank job in 1.85 s one day and 0.76 s another),
+so the other rows are predictions,
 the peak private memory of a rank (RssAnon, sampled from /proc every 20 ms; the largest rank
 and the mean), and the host's shared memory the job added at its peak (Shmem in
 /proc/meminfo, which counts /dev/shm and every other tmpfs page), divided by N, and the most
@@ -20,7 +23,7 @@ sockets a rank held (every 10th sample; the mean over ranks: store clients, list
 connections to peers).
 
   startup_scale.py [--ranks 8,32,64,128,256] [--peers openmpi] [--build build] [--timeout 600]
-                   [--hosts H] [--no-sim]
+                   [--hosts H] [--no-sim] [--calibrate N]
 
 A job past --timeout is killed (its process group) and reported as such. The machine is
 shared: read the two columns of one row against each other, not against another run.
@@ -98,12 +101,12 @@ def ready_seconds(log, launched, n):
     return max(at.values()) - launched if len(at) == n else None
 
 
-def simulated(build, n, hosts):
-    """coll-sim's start-up estimate for n ranks on `hosts` hosts of this machine's cores:
-    (ready s, first all-reduce s, private MiB, rank 0 private MiB, shared MiB)."""
+def simulated(build, n, hosts, cpu_scale=1.0):
+    """coll-sim's start-up estimate for n ranks on `hosts` hosts of this machine's cores, its CPU
+    costs times cpu_scale: (ready s, first all-reduce s, private MiB, rank 0 private MiB, shared MiB)."""
     cores = os.cpu_count() / hosts  # netcluster's hosts share this machine's cores
     args = [f"{build}/bin/coll-sim", "--startup", "--hosts", str(hosts), "--per-host", str(n // hosts),
-            "--cores", f"{cores:g}", "--link", "10gbit"]
+            "--cores", f"{cores:g}", "--link", "10gbit", "--cpu-scale", f"{cpu_scale:.4g}"]
     out = subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
     ready = re.search(r"every rank ready: ([0-9.]+) s; first all-reduce \(8 B, \S+\): ([0-9.]+) us", out)
     mem = re.search(r"private ([0-9.]+) MiB \(rank 0, with the store: ([0-9.]+) MiB\), shared ([0-9.]+) MiB", out)
@@ -180,6 +183,31 @@ def commands(tool, n, build, hosts, agent):
     raise SystemExit(f"unknown peer {tool}")
 
 
+def calibrate(args):
+    """The machine's speed in this run: one job of args.calibrate ranks on this host, and the
+    factor on coll-sim's CPU costs (measured on another day) that makes its estimate that job's
+    time; the other rows are then predictions. 1.0 where there is no calibration job."""
+    if args.calibrate <= 0 or args.no_sim:
+        return 1.0
+    n = args.calibrate
+    command, program = commands("coll", n, args.build, 1, None)
+    env = dict(os.environ, COLL_DEBUG="INFO", COLL_DEBUG_SUBSYS="INIT")
+    _, rc, _, _, log, launched, _ = run_job(command, program, args.timeout, env)
+    ready = ready_seconds(log, launched, n) if rc == 0 else None
+    if not ready:
+        print(f"# calibration: the {n}-rank job failed (exit {rc}); coll-sim at its default costs", flush=True)
+        return 1.0
+    scale = 1.0
+    for _ in range(2):  # nearly linear in the factor; a second pass takes up what is not
+        sim = simulated(args.build, n, 1, scale)
+        if not sim:
+            return 1.0
+        scale *= ready / sim[0]
+    print(f"# calibration: {n} ranks on this host ready in {ready:.2f} s; coll-sim's CPU costs x {scale:.2f} "
+          f"(--cpu-scale) make its estimate that; every sim column below uses them", flush=True)
+    return scale
+
+
 def mib(kib):
     return f"{kib / 1024:.1f}"
 
@@ -192,6 +220,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--hosts", type=int, default=1)
     ap.add_argument("--no-sim", action="store_true", help="no coll-sim estimate beside coll's rows")
+    ap.add_argument("--calibrate", type=int, default=64, metavar="N",
+                    help="ranks of the one-host job that sets coll-sim's CPU speed for this run (0: its defaults)")
     args = ap.parse_args()
     agent = None
     if args.hosts > 1:
@@ -214,6 +244,7 @@ def measure(args, agent):
     tools = ["coll"] + [p for p in args.peers.split(",") if p]
     where = f"{args.hosts} simulated hosts (netcluster, mpirun)" if args.hosts > 1 else "one host"
     print(f"# start-up and memory, {where}, {os.cpu_count()} CPUs; one 8 B all-reduce per job")
+    scale = calibrate(args)
     print(f"# {'ranks':>5} {'library':>8} {'wall s':>8} {'exit':>7} {'private MiB/rank':>17} {'(max)':>8} "
           f"{'shared MiB/rank':>16} {'host shm MiB':>13} {'sockets/rank':>13} {'ready s':>8} {'sim ready s':>12} {'sim/meas':>9} "
           f"{'sim private':>12} {'sim rank 0':>11} {'sim shared':>11}")
@@ -231,7 +262,7 @@ def measure(args, agent):
             if tool == "coll":
                 ready = ready_seconds(log, launched, n)
                 row += f" {ready:>8.2f}" if ready is not None else f" {'-':>8}"
-                sim = None if args.no_sim else simulated(args.build, n, args.hosts)
+                sim = None if args.no_sim else simulated(args.build, n, args.hosts, scale)
                 if sim:
                     ratio = f"{sim[0] / ready:.2f}" if ready else "-"
                     row += f" {sim[0]:>12.2f} {ratio:>9} {sim[2]:>12.2f} {sim[3]:>11.2f} {sim[4]:>11.2f}"

@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   }
   if (o.startup) {
     StartupEstimate e;
-    st = estimateStartup(m, o.startup_costs, &e);
+    st = estimateStartup(m, o.startup_costs.cpuScaled(o.cpu_scale), &e);
     if (!st) {
       std::fprintf(stderr, "coll-sim: %s\n", st.message().c_str());
       return 1;

@@ -64,8 +64,9 @@ std::string simUsage() {
          "  speed:      --exact (simulate every rank even where the job repeats in blocks: docs/SIMULATOR.md)\n"
          "              --max-memory BYTES (4G): refuse a simulation estimated to need more\n"
          "  start-up:   --startup: model launch to the first all-reduce and the memory per rank instead\n"
-         "              --cores N (0: a core a rank)  --spawn-ms S (1.5)  --host-launch-ms S (100)\n"
-         "              --store-request-us S (12)  --switch-us S (150: an oversubscribed rank's turn)\n"
+         "              --cores N (0: a core a rank)  --spawn-ms S (1.3)  --host-launch-ms S (100)\n"
+         "              --store-request-us S (12)  --switch-us S (25: an oversubscribed rank's turn)\n"
+         "              --cpu-scale F (1): every CPU time above and in the model times F (a slower or faster machine)\n"
          "              --startup-plan R,R,...: each rank's store requests per phase, hosts of R ranks\n"
          "  output:     --stats (steps, messages, memory and wall time per row)  --csv FILE\n";
 }
@@ -149,6 +150,7 @@ ParseOutcome parseSimOptions(int argc, char** argv, SimOptions* o, std::string* 
     else if (a == "--host-launch-ms") ok = parseDouble(v, &d) && d >= 0, o->startup_costs.host_launch_s = d / 1e3;
     else if (a == "--store-request-us") ok = parseDouble(v, &d) && d >= 0, o->startup_costs.store_request_s = d / 1e6;
     else if (a == "--switch-us") ok = parseDouble(v, &d) && d >= 0, o->startup_costs.switch_s = d / 1e6;
+    else if (a == "--cpu-scale") ok = parseDouble(v, &o->cpu_scale) && o->cpu_scale > 0;
     else if (a == "--max-memory") ok = bench::parseSize(v, &o->max_memory_bytes);
     else return *error = "unknown option " + a + " (see --help)", ParseOutcome::error;
     if (!ok) return *error = a + " " + v + ": not a valid value (see --help)", ParseOutcome::error;

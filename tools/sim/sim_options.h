@@ -32,6 +32,7 @@ struct SimOptions {
   std::string csv_path;            // every (algorithm, size) as CSV, for docs and plots
   bool startup = false;            // model start-up to the first all-reduce instead (startup_model.h)
   StartupCosts startup_costs;
+  double cpu_scale = 1;            // --cpu-scale: startup_costs' CPU times multiplied by it (StartupCosts::cpuScaled)
   std::vector<int> plan_layout;    // --startup-plan: ranks per host; print each rank's store requests
 };
 

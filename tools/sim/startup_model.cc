@@ -108,6 +108,16 @@ void estimateMemory(const StartupLayout& job, const StartupCosts& c, StartupEsti
 
 }  // namespace
 
+StartupCosts StartupCosts::cpuScaled(double factor) const {
+  StartupCosts c = *this;
+  for (double* t : {&c.spawn_s, &c.exec_cpu_s, &c.init_cpu_s, &c.local_peer_cpu_s, &c.connect_cpu_s, &c.hardware_cpu_s,
+                    &c.hardware_wait_s, &c.store_request_s, &c.store_connect_s, &c.loopback_rtt_s, &c.request_cpu_s,
+                    &c.switch_s, &c.gamma_probe_s})
+    *t *= factor;
+  c.store_copy_Bps /= factor;
+  return c;
+}
+
 Status estimateStartup(const ClusterModel& m, const StartupCosts& c, StartupEstimate* out) {
   *out = StartupEstimate{};
   const StartupLayout job = layoutOf(m);
@@ -116,8 +126,9 @@ Status estimateStartup(const ClusterModel& m, const StartupCosts& c, StartupEsti
   const Stretch stretch{c.cores_per_host};
   out->oversubscription = stretch.of(fullest);
   const double round_trip_remote = 2 * (m.topo.inter.alpha_s + m.perMessageSeconds(true));
-  // Launch: hosts on a binary tree, then each host's processes one after another, loading in parallel.
-  out->launch_s = (job.hosts() > 1 ? c.host_launch_s * std::ceil(std::log2(job.hosts() + 1.0)) : 0) +
+  // Launch: hosts on a binary tree (one host: collrun, which first watches whether the CPUs are
+// idle enough to pin ranks), then each host's processes one after another, loading in parallel.
+  out->launch_s = (job.hosts() > 1 ? c.host_launch_s * std::ceil(std::log2(job.hosts() + 1.0)) : c.placement_sample_s) +
                   fullest * c.spawn_s + c.exec_cpu_s * out->oversubscription;
   const std::vector<std::string>& names = startupPhases();
   out->phases.resize(names.size());

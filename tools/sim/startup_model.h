@@ -23,6 +23,7 @@ struct StartupCosts {
   double cores_per_host = 0;         // 0: a core for every rank (a fraction: hosts sharing cores)
   double spawn_s = 1.3e-3;           // the launcher's time per process it starts, one after another
   double host_launch_s = 0.1;        // a remote launch (ssh, a launcher daemon), on a binary tree of hosts
+  double placement_sample_s = 60e-3; // one host: collrun --bind-to auto watches the CPUs this long before it starts ranks
   double exec_cpu_s = 5e-3;          // CPU from exec to the communicator's first phase (loading, main)
   double init_cpu_s = 3e-3;          // CPU setting up the two transport sets (segments, sockets, threads)
   double local_peer_cpu_s = 25e-6;   // CPU per local peer and transport set: map its segment, probe CMA, greet it
@@ -43,6 +44,12 @@ struct StartupCosts {
   double private_per_peer = 160;            // host id, transport and engine entries per rank of the job
   double store_per_connection = 2 * 1024;   // rank 0: each client's session
   double store_per_key = 160;               // rank 0: a key, its value and the map's node
+
+  // These costs with every time a host's CPUs spend multiplied by `factor` (a remote launch's
+  // and the links' are not): the same model on a machine, or a day of a shared machine, that
+  // runs `factor` times as long (--cpu-scale; bench/scripts/startup_scale.py measures it with
+  // one job and predicts the others).
+  StartupCosts cpuScaled(double factor) const;
 };
 
 struct StartupPhaseEstimate {
