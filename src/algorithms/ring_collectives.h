@@ -4,7 +4,8 @@
 //    chunk r's offset is the user's send buffer); output = all n chunks. in_place: the send
 //    buffer already is chunk r of the output.
 //  - reduce-scatter: input = all n chunks; output = an n-chunk workspace; the result is chunk r
-//    of the workspace (the communicator copies it out).
+//    of it, which the executor writes straight into the user's buffer where no step straddles
+//    it (exec/executor.h, OpBuffers::result), and the communicator copies out elsewhere.
 //  - reduce: input = the buffer; output = the root's receive buffer, or a workspace elsewhere;
 //    ring reduce-scatter, then every chunk's owner sends it to the root.
 #pragma once

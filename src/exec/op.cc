@@ -89,7 +89,7 @@ OpPlan planOp(const OpRequest& op, int rank, int n) {
       plan.collective = algo::Collective::allgather;
       plan.input = static_cast<const char*>(op.input) - chunk_at;
       break;
-    case OpKind::reducescatter:  // reduce in a workspace, copy chunk r out
+    case OpKind::reducescatter:  // reduce in a workspace; chunk r lands in the user's buffer (scheduled_path.cc)
       plan.collective = algo::Collective::reducescatter;
       plan.output = nullptr;
       plan.workspace_bytes = op.bytes() * static_cast<size_t>(n);
