@@ -179,7 +179,7 @@ Status ScheduledPath::runScheduled(const CachedSchedule& cached, const OpRequest
 // saves copying it out after the op (at 256 MiB on 4 x 1 hosts, 5 % of the CPU the op took).
 // Not where the caller's output lies inside the input (in place): the reductions read and write
 // through non-aliasing pointers.
-bool ScheduledPath::resultGoesDirect(const CachedSchedule& cached, const OpRequest& op, const OpPlan& plan) {
+bool ScheduledPath::resultGoesDirect(const CachedSchedule& cached, const OpRequest& op, const OpPlan& plan) const {
   if (!plan.result_destination || plan.result_bytes == 0) return false;
   const auto out = reinterpret_cast<uintptr_t>(plan.result_destination);
   const auto in = reinterpret_cast<uintptr_t>(op.input);

@@ -59,7 +59,7 @@ class ScheduledPath final : public ExecutionPath {
   algo::BuildParams buildParams(const OpRequest& op) const;
   const CachedSchedule* scheduleFor(const OpRequest& op, OpPlan* plan);
   Status runScheduled(const CachedSchedule& cached, const OpRequest& op, uint64_t tag, const OpPlan& plan);
-  bool resultGoesDirect(const CachedSchedule& cached, const OpRequest& op, const OpPlan& plan);
+  bool resultGoesDirect(const CachedSchedule& cached, const OpRequest& op, const OpPlan& plan) const;
   Status runGroup(const OpRequest& group, std::string* algorithm);
   void prepare(ExecContext& ctx);  // deadline, scratch and connections for one run
   void releaseBuffers(int peer);   // the start-up probe's, after its large transfers
