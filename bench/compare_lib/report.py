@@ -55,10 +55,16 @@ def in_place_lines(scn, collective, systems, rows):
         return []
     parts = []
     for r in rows:
-        busbw = statistics.median(got.get(("coll", r["size"]), [0]))
-        gloo = r["busbw"].get("gloo")
-        parts.append(f"{human_size(r['size'])} {busbw:.3g} GB/s" + (f" ({busbw / gloo:.2f} of gloo)" if gloo else ""))
-    return ["# coll in place, as torch's all_reduce (gloo's column) is, same runs: " + ", ".join(parts)]
+        cells = got.get(("coll", r["size"]), [])
+        busbw = statistics.median([b for b, _ in cells] or [0])
+        cpus = [c for _, c in cells if c is not None]
+        gloo, gloo_cpu = r["busbw"].get("gloo"), r["cpu"].get("gloo")
+        text = f"{human_size(r['size'])} {busbw:.3g} GB/s" + (f" ({busbw / gloo:.2f} of gloo)" if gloo else "")
+        if cpus:
+            cpu = statistics.median(cpus)
+            text += f", {cpu:.3g} CPU-s/GB" + (f" ({cpu / gloo_cpu:.2f} of gloo's)" if gloo_cpu else "")
+        parts.append(text)
+    return ["# coll in place, as torch's all_reduce (gloo's column) is, same runs: " + "; ".join(parts)]
 
 
 def table_text(scn, m, collective, systems, rows):

@@ -97,7 +97,7 @@ class Scenario:
         self.args, self.n = args, ranks
         self.build = Path(args.build)
         self.work = Path(tempfile.mkdtemp(prefix="coll-compare."))
-        self.in_place_busbw = {}  # (coll system, size): the all-reduce's in-place busbw each round (report.py)
+        self.in_place_busbw = {}  # (coll system, size): the all-reduce's in-place (busbw, CPU-s/GB) each round
         self.port = random.randint(20000, 30000)  # netcluster: each host's own namespace
 
     def next_port(self):
@@ -151,7 +151,7 @@ class Scenario:
             got = json_rows(out_json, inplace=in_place) if out_json.exists() else []
             if collective == "all_reduce" and not in_place and out_json.exists():
                 for row in json_rows(out_json, inplace=True):  # the same run's in-place cell, as torch's all_reduce is
-                    self.in_place_busbw.setdefault((system, row.size), []).append(row.busbw)
+                    self.in_place_busbw.setdefault((system, row.size), []).append((row.busbw, row.cpu_per_gb))
             outcome = finish(text, rc, got, f"{system} {collective} {size} B")
             if outcome.error:
                 return Outcome(rows, outcome.error)
