@@ -127,7 +127,7 @@ Status estimateStartup(const ClusterModel& m, const StartupCosts& c, StartupEsti
   out->oversubscription = stretch.of(fullest);
   const double round_trip_remote = 2 * (m.topo.inter.alpha_s + m.perMessageSeconds(true));
   // Launch: hosts on a binary tree (one host: collrun, which first watches whether the CPUs are
-// idle enough to pin ranks), then each host's processes one after another, loading in parallel.
+  // idle enough to pin ranks), then each host's processes one after another, loading in parallel.
   out->launch_s = (job.hosts() > 1 ? c.host_launch_s * std::ceil(std::log2(job.hosts() + 1.0)) : c.placement_sample_s) +
                   fullest * c.spawn_s + c.exec_cpu_s * out->oversubscription;
   const std::vector<std::string>& names = startupPhases();
