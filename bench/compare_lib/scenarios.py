@@ -115,8 +115,8 @@ class Scenario:
             return os.access(self.mpi_prog(system), os.X_OK)
         if system in ("coll", "coll-ucx"):
             return os.access(self.coll_prog("all_reduce"), os.X_OK)
-        if system == "coll-mem":  # its regions are read by ranks on the same host
-            return isinstance(self, LocalScenario) and os.access(self.coll_prog("all_reduce"), os.X_OK)
+        if system == "coll-mem":  # its regions are read by ranks on the same host: one host, or several ranks a host
+            return (isinstance(self, LocalScenario) or self.per_host > 1) and os.access(self.coll_prog("all_reduce"), os.X_OK)
         if system == "torch-coll":  # coll's torch backend: built with libtorch-dev, or pip-installed
             return torch_has_coll(self.args.torch_python, self.build)
         return True

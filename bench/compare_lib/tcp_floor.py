@@ -23,6 +23,8 @@ import statistics
 import subprocess
 import time
 
+from .host_floor import host_floor_lines, lane_kinds
+
 FLOOR_BYTES = "1G"  # a second or so per stream here: long against the start-up skew
 FLOOR_TIMEOUT_S = 60
 
@@ -43,7 +45,8 @@ CACHED_BYTES = 8 << 20  # tcp_streams' own buffers (4 MiB each way): a footprint
 
 def measure_floor(scn):
     """{"ring": GB/s, "chain": GB/s} per stream (the slowest stream's rate), and "ring_op",
-    "chain_op" walking the largest op's footprint where it exceeds the cached buffers; or None
+    "chain_op" walking the largest op's footprint where it exceeds the cached buffers; with
+    several ranks a host also the lanes of host_floor.py ("ring_lanes", ...); or None
     where the links decide or a stream failed (the reason is printed; the comparison goes on
     without)."""
     if scn.hosts < 2 or not cpu_may_limit(scn):
@@ -51,12 +54,13 @@ def measure_floor(scn):
     footprint = max(getattr(scn, "sizes", None) or [0])
     floor = {}
     walk = footprint if footprint > CACHED_BYTES else None
-    kinds = [("ring", "ring", None, False), ("chain", "chain", None, False)]
+    kinds = [("ring", "ring", None, False, 1), ("chain", "chain", None, False, 1)]
     if walk:
-        kinds += [("ring_op", "ring", walk, False), ("chain_op", "chain", walk, False),
-                  ("ring_reduce_op", "ring", walk, True)]
-    for key, shape, fp, reduce in kinds:
-        rates, error = run_streams(scn, shape == "ring", footprint=fp, reduce=reduce)
+        kinds += [("ring_op", "ring", walk, False, 1), ("chain_op", "chain", walk, False, 1),
+                  ("ring_reduce_op", "ring", walk, True, 1)]
+    kinds += lane_kinds(getattr(scn, "per_host", 1), walk)
+    for key, shape, fp, reduce, lanes in kinds:
+        rates, error = run_streams(scn, shape == "ring", footprint=fp, reduce=reduce, lanes=lanes)
         if error:
             print(f"# tcp_streams ({key}) failed, no TCP floor this round: {error}", flush=True)
             return None
@@ -65,6 +69,8 @@ def measure_floor(scn):
 
 
 def stream_args(scn, host, port, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False):
+    """One tcp_streams process of host `host`: it listens on `port` and sends to the next host's
+    `port` (a lane: with several processes a host, lane i uses port + i on every host)."""
     args = [str(scn.build / "bin/tcp_streams"), "--bytes", nbytes, "--timeout", str(FLOOR_TIMEOUT_S)]
     if footprint:
         args += ["--footprint", str(footprint)]
@@ -77,13 +83,14 @@ def stream_args(scn, host, port, ring, nbytes=FLOOR_BYTES, footprint=None, reduc
     return args
 
 
-def run_streams(scn, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False):
-    """Each host's rate, or an error text. One process per host, in its namespace."""
-    port = scn.next_port()
+def run_streams(scn, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False, lanes=1):
+    """Each process's rate, or an error text. `lanes` processes per host, in its namespace: lane
+    i of every host streams to lane i of the next host, all lanes at once."""
+    ports = [scn.next_port() for _ in range(lanes)]
     procs = [subprocess.Popen(scn.in_host(h) + stream_args(scn, h, port, ring, nbytes, footprint, reduce),
                               stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
-             for h in range(scn.hosts)]
+             for port in ports for h in range(scn.hosts)]
     deadline = time.monotonic() + FLOOR_TIMEOUT_S + 30
     outputs = []
     for p in procs:
@@ -95,16 +102,19 @@ def run_streams(scn, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False):
                     os.killpg(q.pid, 9)
             return [], "timed out"
     rates = [float(m[1]) for out in outputs for m in [re.search(r": ([0-9.]+) GB/s", out)] if m]
-    if any(p.returncode for p in procs) or len(rates) != scn.hosts:
+    if any(p.returncode for p in procs) or len(rates) != len(procs):
         return [], " | ".join(o.strip() for o in outputs if o.strip())[-500:]
     return rates, ""
 
 
 def floor_lines(scn, m, collective, busbw_by_system):
     """Below a table: the floor in the same run and each system's fraction of it (one rank per
-    host only: with several, shared memory carries part of the bytes and the bound differs)."""
+    host; with several, shared memory carries part of the bytes and the host-level ceiling of
+    host_floor.py bounds them)."""
     if not m.floors:
         return []
+    if scn.per_host > 1:
+        return host_floor_lines(scn, m, collective, busbw_by_system)
     shape = "chain" if collective == "broadcast" else "ring"
     rate = statistics.median(f[shape] for f in m.floors)
     walked = [f[shape + "_op"] for f in m.floors if shape + "_op" in f]
