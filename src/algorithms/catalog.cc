@@ -6,6 +6,7 @@
 #include "algorithms/direct_allreduce.h"
 #include "algorithms/direct_collectives.h"
 #include "algorithms/hierarchical_allreduce.h"
+#include "algorithms/hierarchical_collectives.h"
 #include "algorithms/ordered_reduce.h"
 #include "algorithms/ring_collectives.h"
 #include "algorithms/ring_allreduce.h"
@@ -69,9 +70,13 @@ const std::vector<AlgorithmInfo>& catalog() {
       {Collective::reduce, "ordered", "every element reduced in rank order at the root",
        buildOrderedReduce, nullptr},
       {Collective::allgather, "ring", "n-1 steps around the ring, each passing on the chunk it received",
-       buildRingAllgather, [](const cost::Fabric& x) { return cost::ringPhase(x, false); }},
+       buildRingAllgather, [](const cost::Fabric& x) { return cost::ringChunked(x, false); }},
+      {Collective::allgather, "hierarchical", "a ring per local rank across hosts, then an all-gather in each host",
+       buildHierarchicalAllgather, [](const cost::Fabric& x) { return cost::hierarchicalPhase(x, false); }},
       {Collective::reducescatter, "ring", "the ring all-reduce's first half: each rank ends with its reduced chunk",
-       buildRingReduceScatter, [](const cost::Fabric& x) { return cost::ringPhase(x, true); }},
+       buildRingReduceScatter, [](const cost::Fabric& x) { return cost::ringChunked(x, true); }},
+      {Collective::reducescatter, "hierarchical", "reduce-scatter in each host, then a ring per local rank across hosts",
+       buildHierarchicalReduceScatter, [](const cost::Fabric& x) { return cost::hierarchicalPhase(x, true); }},
       {Collective::reducescatter, "ordered", "every chunk reduced in rank order by its owner",
        buildOrderedReduceScatter, nullptr},
       {Collective::alltoall, "direct", "every rank sends each peer its block in one step",

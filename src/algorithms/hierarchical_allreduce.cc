@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/host_layout.h"
 #include "algorithms/patterns/ring.h"
 #include "algorithms/ring_allreduce.h"
 
@@ -40,15 +41,9 @@ class NestedSlices {
   size_t regions_ = 0;
 };
 
-struct Layout {
-  const std::vector<std::vector<int>>& hosts;
-  int host = 0, local = 0, L = 1, H = 1;
-  int rankAt(int h, int l) const { return hosts[ring::mod(h, H)][l]; }
-};
-
 class Builder {
  public:
-  Builder(const BuildParams& p, const Layout& at)
+  Builder(const BuildParams& p, const HostLayout& at)
       : p_(p), at_(at), ns_(p, at.L, at.H), b_("hierarchical", ns_.regions()) {}
 
   Schedule build() {
@@ -158,7 +153,7 @@ class Builder {
   }
 
   const BuildParams& p_;
-  const Layout& at_;
+  const HostLayout& at_;
   NestedSlices ns_;
   ScheduleBuilder b_;
   std::vector<uint32_t> slot_users_;
@@ -175,13 +170,7 @@ bool hierarchicalFits(const std::vector<std::vector<int>>* hosts) {
 
 Schedule buildHierarchicalAllreduce(const BuildParams& p) {
   if (!hierarchicalFits(p.hosts)) return buildRingAllreduce(p);
-  const auto& hosts = *p.hosts;
-  Layout at{hosts};
-  at.H = static_cast<int>(hosts.size());
-  at.L = static_cast<int>(hosts.front().size());
-  for (int h = 0; h < at.H; ++h)
-    for (int l = 0; l < at.L; ++l)
-      if (hosts[h][l] == p.rank) at.host = h, at.local = l;
+  const HostLayout at = locateRank(*p.hosts, p.rank);
   if (p.count == 0) {
     ScheduleBuilder b("hierarchical", 0);
     b.setNumPhases(static_cast<uint32_t>(2 * at.H));

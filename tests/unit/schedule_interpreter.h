@@ -24,6 +24,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "algorithms/catalog.h"
 #include "algorithms/chain_broadcast.h"
@@ -60,6 +61,9 @@ struct SimConfig {
   Mode mode = Mode::eager;
   uint64_t seed = 1;
   std::string algorithm;  // empty: ring for all-reduce, chain for broadcast, else the first listed
+  // Ranks of each host, as the communicator groups them; empty: one host (the hierarchical
+  // algorithms then build the flat ring).
+  std::vector<std::vector<int>> hosts;
 
   // As planOp decides: rooted collectives are in place on the root only, reduce-scatter
   // reduces in a workspace, and all-to-all has no in-place form.
@@ -99,6 +103,14 @@ struct SimConfig {
       << " elem=" << elem_size << (in_place ? " in-place" : " out-of-place") << (average ? " avg" : "")
       << " root=" << root << " slice=" << slice_bytes << " depth=" << depth
       << (mode == Mode::eager ? " eager" : " rendezvous") << " seed=" << seed;
+    if (!hosts.empty()) {
+      o << " hosts=";
+      for (const auto& h : hosts) {
+        o << "{";
+        for (size_t i = 0; i < h.size(); ++i) o << (i ? "," : "") << h[i];
+        o << "}";
+      }
+    }
     return o.str();
   }
 
@@ -113,6 +125,7 @@ struct SimConfig {
     p.root = root;
     p.slice_bytes = slice_bytes;
     p.pipeline_depth = depth;
+    p.hosts = hosts.empty() ? nullptr : &hosts;
     return p;
   }
 };
