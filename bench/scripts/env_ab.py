@@ -3,7 +3,7 @@
 
 Each round runs one job per environment (in the order given, one further on each round, so
 none always goes first), each job timing every algorithm of one size side by side
-(all_reduce_perf or broadcast_perf -Q, out of place, -j rounds of -n ops after one untimed op
+(all_reduce_perf, broadcast_perf, all_gather_perf or reduce_scatter_perf -Q, out of place, -j rounds of -n ops after one untimed op
 each, the median of the rounds). The table gives each algorithm's time per op in every round,
 then the median over rounds.
 
@@ -24,6 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from compare_lib.netcluster import Netcluster  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+# collective: its perf program and the algorithms it times (hierarchical too with several ranks a host)
+PROGRAMS = {"allreduce": ("all_reduce_perf", "ring,rhd,rd,direct,tree"), "broadcast": ("broadcast_perf", "chain,binomial,direct"),
+            "allgather": ("all_gather_perf", "ring"), "reducescatter": ("reduce_scatter_perf", "ring")}
 
 
 def parse(argv):
@@ -32,7 +35,7 @@ def parse(argv):
     p.add_argument("--per-host", type=int, default=1)
     p.add_argument("--rate", default="1gbit")
     p.add_argument("--size", default="2M")
-    p.add_argument("--collective", choices=["allreduce", "broadcast"], default="allreduce")
+    p.add_argument("--collective", choices=list(PROGRAMS), default="allreduce")
     p.add_argument("--algos", default=None, help="default: every algorithm of the collective")
     p.add_argument("--iters", type=int, default=10, help="timed ops per algorithm per job")
     p.add_argument("--job-rounds", type=int, default=2, help="-j: interleaved rounds inside each job (its median)")
@@ -51,8 +54,8 @@ def environment(text):
 def one_job(a, cluster, env, port, work):
     """{algorithm: ms per op} of one job."""
     hierarchical = ",hierarchical" if a.per_host > 1 else ""
-    prog, algos = (("all_reduce_perf", "ring,rhd,rd,direct,tree" + hierarchical) if a.collective == "allreduce"
-                   else ("broadcast_perf", "chain,binomial,direct"))
+    prog, algos = PROGRAMS[a.collective]
+    algos += hierarchical if a.collective != "broadcast" else ""
     out = work / "perf.json"
     out.unlink(missing_ok=True)
     args = [str(Path(a.build) / "bin" / prog), "-b", a.size, "-e", a.size, "-n", str(a.iters), "-j", str(a.job_rounds),

@@ -47,6 +47,16 @@ Status algorithmsToRun(const SimOptions& o, std::vector<const algo::AlgorithmInf
   return Status::ok();
 }
 
+// The byte count coll's selector is given for an op whose whole buffer is `bytes`: one rank's
+// chunk for the collectives counted per rank (all-gather, reduce-scatter, ...: exec/op.cc,
+// where OpRequest::bytes() is the per-rank count), the buffer for the others.
+size_t selectorBytes(const ClusterModel& m, const SimOptions& o, size_t bytes) {
+  const bool per_rank = o.collective == algo::Collective::allgather || o.collective == algo::Collective::reducescatter ||
+                        o.collective == algo::Collective::alltoall || o.collective == algo::Collective::gather ||
+                        o.collective == algo::Collective::scatter;
+  return per_rank ? bytes / std::max<size_t>(1, m.host_of.size()) : bytes;
+}
+
 // `probed`: m.probedTopology(), what the cost model prices (made once per run: it copies the layout).
 Row simulateRow(const ClusterModel& m, const topology::Topology& probed, const SimOptions& o,
                 const algo::AlgorithmInfo* a, size_t bytes, Status* st) {
@@ -54,7 +64,7 @@ Row simulateRow(const ClusterModel& m, const topology::Topology& probed, const S
   row.algorithm = a->name;
   row.bytes = bytes;
   const select::Prediction p =
-      select::predictTime(o.collective, a->name, bytes, o.elem_size, probed, o.slice_bytes);
+      select::predictTime(o.collective, a->name, selectorBytes(m, o, bytes), o.elem_size, probed, o.slice_bytes);
   row.model_s = p.supported ? p.seconds : -1;
   if (!p.supported && std::string(a->name) == "hierarchical") {
     row.refused = p.why_not;  // its builder would fall back to ring: say so rather than time ring
@@ -136,7 +146,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<Row>> tables;
   std::vector<Row> chosen;
   for (size_t bytes : sizes) {
-    const select::Choice choice = selector.modelChoice(o.collective, bytes, o.elem_size);
+    const select::Choice choice = selector.modelChoice(o.collective, selectorBytes(m, o, bytes), o.elem_size);
     const Row* same = nullptr;
     for (const algo::AlgorithmInfo* a : algos) {
       Row row = simulateRow(m, probed, o, a, bytes, &st);
