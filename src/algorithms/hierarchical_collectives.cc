@@ -6,6 +6,7 @@
 #include "algorithms/hierarchical_allreduce.h"
 #include "algorithms/host_layout.h"
 #include "algorithms/ring_collectives.h"
+#include "algorithms/ring_phases.h"
 #include "algorithms/sliced_chunks.h"
 
 namespace coll::algo {
@@ -38,7 +39,7 @@ class LaneBuilder {
       const int c = chunk(l, ring::mod(h - s - 2, H));
       for (size_t j = 0; j < sc_.slices(c); ++j) recvReduce(left, BufferId::output, c, j, phase);
     }
-    if (p_.average) divideOwn(static_cast<uint32_t>(H - 1));
+    if (p_.average) addDivideOwned(p_, sc_, b_, p_.rank, static_cast<uint32_t>(H - 1));
     b_.setScratchBytes(std::min(slot_users_.size(), depth()) * p_.slice_bytes);
     return b_.finish();
   }
@@ -106,13 +107,6 @@ class LaneBuilder {
     if (k >= depth()) step.deps.push_back(slot_users_[k - depth()]);
     const size_t region = sc_.region(c, j);
     slot_users_.push_back(b_.add(std::move(step), {region}, {region}));
-  }
-
-  void divideOwn(uint32_t phase) {
-    const int c = p_.rank;
-    for (size_t j = 0; j < sc_.slices(c); ++j)
-      b_.add({StepKind::divide, BufferId::output, -1, sc_.offset(c, j), sc_.bytes(c, j), 0, phase}, {sc_.region(c, j)},
-             {sc_.region(c, j)});
   }
 
   const BuildParams& p_;
