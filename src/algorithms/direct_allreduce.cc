@@ -5,6 +5,7 @@
 #include "algorithms/direct_phases.h"
 #include "algorithms/pair_allreduce.h"
 #include "algorithms/patterns/ring.h"
+#include "algorithms/reduce_slots.h"
 #include "algorithms/sliced_chunks.h"
 
 namespace coll::algo {
@@ -14,22 +15,18 @@ void addReduceScatter(const BuildParams& p, const SlicedChunks& sl, ScheduleBuil
   const int r = p.rank;
   const BufferId input = p.in_place ? BufferId::output : BufferId::input;
   addSendToOwners(p, sl, b, 0);
-  const auto depth = static_cast<size_t>(p.pipeline_depth);
-  std::vector<uint32_t> slot_users;
+  ReduceSlots slots(p);
   for (size_t j = 0; j < sl.slices(r); ++j) {
     bool first = true;  // the first reduction of a slice reads the input: no up-front copy
     for (int peer : peersInTurn(p)) {
-      size_t k = slot_users.size();
-      Step step{StepKind::recvReduce, first ? input : BufferId::output, peer, sl.offset(r, j), sl.bytes(r, j),
-                (k % depth) * p.slice_bytes, 0};
-      if (k >= depth) step.deps.push_back(slot_users[k - depth]);
-      slot_users.push_back(b.add(std::move(step), {sl.region(r, j)}, {sl.region(r, j)}));
+      slots.add(b, {StepKind::recvReduce, first ? input : BufferId::output, peer, sl.offset(r, j), sl.bytes(r, j), 0, 0},
+                sl.region(r, j));
       first = false;
     }
     if (p.average) b.add({StepKind::divide, BufferId::output, -1, sl.offset(r, j), sl.bytes(r, j), 0, 0},
                          {sl.region(r, j)}, {sl.region(r, j)});
   }
-  b.setScratchBytes(std::min(slot_users.size(), depth) * p.slice_bytes);
+  b.setScratchBytes(slots.bytes());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "algorithms/host_layout.h"
 #include "algorithms/patterns/ring.h"
+#include "algorithms/reduce_slots.h"
 #include "algorithms/ring_allreduce.h"
 
 namespace coll::algo {
@@ -55,20 +56,14 @@ class Builder {
     }
     interRing(first);
     if (at_.L > 1) intraAllGather();
-    b_.setScratchBytes(std::min(slot_users_.size(), depth()) * p_.slice_bytes);
+    b_.setScratchBytes(slots_.bytes());
     return b_.finish();
   }
 
  private:
-  size_t depth() const { return static_cast<size_t>(p_.pipeline_depth); }
-
   void recvReduce(int peer, BufferId source, int q, int c, size_t j, uint32_t phase) {
-    size_t k = slot_users_.size();
-    Step step{StepKind::recvReduce, source, peer, ns_.offset(q, c, j), ns_.bytes(q, c, j), (k % depth()) * p_.slice_bytes,
-              phase};
-    if (k >= depth()) step.deps.push_back(slot_users_[k - depth()]);
-    size_t region = ns_.region(q, c, j);
-    slot_users_.push_back(b_.add(std::move(step), {region}, {region}));
+    slots_.add(b_, {StepKind::recvReduce, source, peer, ns_.offset(q, c, j), ns_.bytes(q, c, j), 0, phase},
+               ns_.region(q, c, j));
   }
 
   // The host ring starts with this host's chunk (interRing, step 0): the phases inside the
@@ -156,7 +151,7 @@ class Builder {
   const HostLayout& at_;
   NestedSlices ns_;
   ScheduleBuilder b_;
-  std::vector<uint32_t> slot_users_;
+  ReduceSlots slots_{p_};
 };
 
 }  // namespace

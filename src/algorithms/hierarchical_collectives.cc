@@ -5,6 +5,7 @@
 
 #include "algorithms/hierarchical_allreduce.h"
 #include "algorithms/host_layout.h"
+#include "algorithms/reduce_slots.h"
 #include "algorithms/ring_collectives.h"
 #include "algorithms/ring_phases.h"
 #include "algorithms/sliced_chunks.h"
@@ -40,7 +41,7 @@ class LaneBuilder {
       for (size_t j = 0; j < sc_.slices(c); ++j) recvReduce(left, BufferId::output, c, j, phase);
     }
     if (p_.average) addDivideOwned(p_, sc_, b_, p_.rank, static_cast<uint32_t>(H - 1));
-    b_.setScratchBytes(std::min(slot_users_.size(), depth()) * p_.slice_bytes);
+    b_.setScratchBytes(slots_.bytes());
     return b_.finish();
   }
 
@@ -73,7 +74,6 @@ class LaneBuilder {
   }
 
  private:
-  size_t depth() const { return static_cast<size_t>(p_.pipeline_depth); }
   // Lane q's chunk on host i: the chunk of the rank with local index q there.
   int chunk(int q, int i) const { return at_.rankAt(i, q); }
   // The reduce-scatter's lane chunks in the order its ring sends them: what step 0 sends
@@ -102,18 +102,14 @@ class LaneBuilder {
   }
 
   void recvReduce(int peer, BufferId source, int c, size_t j, uint32_t phase) {
-    const size_t k = slot_users_.size();
-    Step step{StepKind::recvReduce, source, peer, sc_.offset(c, j), sc_.bytes(c, j), (k % depth()) * p_.slice_bytes, phase};
-    if (k >= depth()) step.deps.push_back(slot_users_[k - depth()]);
-    const size_t region = sc_.region(c, j);
-    slot_users_.push_back(b_.add(std::move(step), {region}, {region}));
+    slots_.add(b_, {StepKind::recvReduce, source, peer, sc_.offset(c, j), sc_.bytes(c, j), 0, phase}, sc_.region(c, j));
   }
 
   const BuildParams& p_;
   const HostLayout& at_;
   SlicedChunks sc_;
   ScheduleBuilder b_;
-  std::vector<uint32_t> slot_users_;  // recvReduce steps in order; slot k is reused by k + depth
+  ReduceSlots slots_{p_};
 };
 
 }  // namespace

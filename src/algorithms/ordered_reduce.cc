@@ -3,34 +3,15 @@
 #include <algorithm>
 
 #include "algorithms/direct_phases.h"
+#include "algorithms/reduce_slots.h"
 
 namespace coll::algo {
 namespace {
 
 constexpr uint32_t kFoldPhase = 0, kSpreadPhase = 1;
 
-// The receives that combine rotate through `depth` scratch slots, each reused once the
-// receive that used it before has finished.
-class Slots {
- public:
-  Slots(const BuildParams& p) : depth_(static_cast<size_t>(p.pipeline_depth)), slice_(p.slice_bytes) {}
-  Step next(Step step) {
-    const size_t k = users_.size();
-    step.scratch_offset = (k % depth_) * slice_;
-    if (k >= depth_) step.deps.push_back(users_[k - depth_]);
-    return step;
-  }
-  void used(uint32_t step) { users_.push_back(step); }
-  size_t bytes() const { return std::min(users_.size(), depth_) * slice_; }
-  size_t reserved() const { return depth_ * slice_; }  // where the stash may start
-
- private:
-  size_t depth_, slice_;
-  std::vector<uint32_t> users_;
-};
-
 // Rank r's fold of slice j of its chunk: operands in rank order into the output.
-void addFold(const BuildParams& p, const SlicedChunks& sl, size_t j, Slots* slots, ScheduleBuilder& b) {
+void addFold(const BuildParams& p, const SlicedChunks& sl, size_t j, ReduceSlots* slots, ScheduleBuilder& b) {
   const int r = p.rank;
   const size_t at = sl.offset(r, j), bytes = sl.bytes(r, j), region = sl.region(r, j);
   const size_t stash_at = slots->reserved() + (at - sl.chunkOffset(r));
@@ -47,8 +28,7 @@ void addFold(const BuildParams& p, const SlicedChunks& sl, size_t j, Slots* slot
     }
     // Rank 0 folding: its first combine reads its input (x0 op x1), no copy up front.
     const BufferId source = own_first && k == 1 && !p.in_place ? BufferId::input : BufferId::output;
-    uint32_t s = b.add(slots->next({StepKind::recvReduce, source, k, at, bytes, 0, kFoldPhase}), {region}, {region});
-    slots->used(s);
+    slots->add(b, {StepKind::recvReduce, source, k, at, bytes, 0, kFoldPhase}, region);
   }
   if (p.average) b.add({StepKind::divide, BufferId::output, -1, at, bytes, 0, kFoldPhase}, {region}, {region});
 }
@@ -56,7 +36,7 @@ void addFold(const BuildParams& p, const SlicedChunks& sl, size_t j, Slots* slot
 // Every rank's slices of every other chunk to its owner, then this rank's folds.
 void addOrderedReduceScatter(const BuildParams& p, const SlicedChunks& sl, ScheduleBuilder& b) {
   addSendToOwners(p, sl, b, kFoldPhase);
-  Slots slots(p);
+  ReduceSlots slots(p);
   for (size_t j = 0; j < sl.slices(p.rank); ++j) addFold(p, sl, j, &slots, b);
   const bool stashes = p.in_place && p.rank != 0;
   b.setScratchBytes(stashes ? slots.reserved() + sl.chunkBytes(p.rank) : slots.bytes());

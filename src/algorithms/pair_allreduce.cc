@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "algorithms/reduce_slots.h"
+
 namespace coll::algo {
 
 // Position t adds, in this order: the send of the peer's slice t (reduce-scatter), the
@@ -13,17 +15,14 @@ namespace coll::algo {
 void addPairAllreduce(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b) {
   const int r = p.rank, peer = 1 - p.rank;
   const BufferId first_touch = p.in_place ? BufferId::output : BufferId::input;
-  const auto depth = static_cast<size_t>(p.pipeline_depth);
   const size_t own = sc.slices(r), theirs = sc.slices(peer);
-  std::vector<uint32_t> slot_users;  // recvReduce t uses scratch slot t % depth after t - depth
+  ReduceSlots slots(p);
   for (size_t t = 0; t < std::max(own, theirs); ++t) {
     if (t < theirs)
       b.add({StepKind::send, first_touch, peer, sc.offset(peer, t), sc.bytes(peer, t), 0, 0}, {sc.region(peer, t)}, {});
     if (t < own) {
-      Step reduce{StepKind::recvReduce, first_touch, peer, sc.offset(r, t), sc.bytes(r, t), (t % depth) * p.slice_bytes, 0};
-      if (t >= depth) reduce.deps.push_back(slot_users[t - depth]);
-      const uint32_t reduced = b.add(std::move(reduce), {sc.region(r, t)}, {sc.region(r, t)});
-      slot_users.push_back(reduced);
+      const uint32_t reduced = slots.add(
+          b, {StepKind::recvReduce, first_touch, peer, sc.offset(r, t), sc.bytes(r, t), 0, 0}, sc.region(r, t));
       Step result{StepKind::send, BufferId::output, peer, sc.offset(r, t), sc.bytes(r, t), 0, 1};
       if (p.average) {  // the result is what the division wrote: nothing to forward
         b.add({StepKind::divide, BufferId::output, -1, sc.offset(r, t), sc.bytes(r, t), 0, 0}, {sc.region(r, t)},
@@ -37,7 +36,7 @@ void addPairAllreduce(const BuildParams& p, const SlicedChunks& sc, ScheduleBuil
       b.add({StepKind::recv, BufferId::output, peer, sc.offset(peer, t), sc.bytes(peer, t), 0, 1}, {},
             {sc.region(peer, t)});
   }
-  b.setScratchBytes(std::min(slot_users.size(), depth) * p.slice_bytes);
+  b.setScratchBytes(slots.bytes());
 }
 
 }  // namespace coll::algo

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algorithms/patterns/halving_doubling.h"
+#include "algorithms/reduce_slots.h"
 
 namespace coll::algo {
 namespace {
@@ -18,14 +19,13 @@ class RdBuilder {
   Schedule build() {
     b_.setNumPhases(static_cast<uint32_t>(steps_ + 2));
     for (size_t at = 0; at < total_; at += slice_) buildSlice(at, std::min(slice_, total_ - at));
-    b_.setScratchBytes(std::min(slot_users_.size(), depth()) * slice_);
+    b_.setScratchBytes(slots_.bytes());
     return b_.finish();
   }
 
  private:
   static constexpr int64_t kNone = -1;
 
-  size_t depth() const { return static_cast<size_t>(p_.pipeline_depth); }
   uint32_t lastPhase() const { return static_cast<uint32_t>(steps_ + 1); }
 
   void buildSlice(size_t at, size_t bytes) {
@@ -63,15 +63,12 @@ class RdBuilder {
     return b_.add(std::move(step), std::initializer_list<size_t>{}, std::initializer_list<size_t>{});
   }
 
-  // A recvReduce into a scratch slot, reused by the depth-th next one once it is done.
+  // A recvReduce into the next scratch slot (reduce_slots.h).
   int64_t addCombining(Step step, int64_t after, bool received_first, int64_t reduce_after) {
-    size_t k = slot_users_.size();
-    step.scratch_offset = (k % depth()) * slice_;
-    if (k >= depth()) step.deps.push_back(slot_users_[k - depth()]);
     step.received_first = received_first;
     step.reduce_after = static_cast<int32_t>(reduce_after);
-    int64_t index = add(std::move(step), after);
-    slot_users_.push_back(static_cast<uint32_t>(index));
+    int64_t index = add(slots_.next(std::move(step)), after);
+    slots_.used(static_cast<uint32_t>(index));
     return index;
   }
 
@@ -79,7 +76,7 @@ class RdBuilder {
   const int p2_, steps_;
   ScheduleBuilder b_;
   const size_t total_, slice_;
-  std::vector<uint32_t> slot_users_;
+  ReduceSlots slots_{p_.pipeline_depth, slice_};
 };
 
 }  // namespace

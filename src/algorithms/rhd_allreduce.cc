@@ -4,6 +4,7 @@
 
 #include "algorithms/cost/link_load.h"
 #include "algorithms/patterns/halving_doubling.h"
+#include "algorithms/reduce_slots.h"
 #include "algorithms/sliced_chunks.h"
 
 namespace coll::algo {
@@ -61,10 +62,9 @@ class RhdBuilder {
   using BlockRange = hd::BlockRange;
 
   uint32_t lastPhase() const { return static_cast<uint32_t>(2 * steps_ + 1); }
-  size_t depth() const { return static_cast<size_t>(p_.pipeline_depth); }
 
   Schedule finish() {
-    b_.setScratchBytes(std::min(slot_users_.size(), depth()) * slice_);
+    b_.setScratchBytes(slots_.bytes());
     return b_.finish();
   }
 
@@ -83,11 +83,8 @@ class RhdBuilder {
         b_.add(std::move(step), {}, regions);
       } else if (kind == StepKind::divide) {
         b_.add(std::move(step), regions, regions);
-      } else {  // recvReduce: a scratch slot, reused by the depth-th next one once it is done
-        size_t k = slot_users_.size();
-        step.scratch_offset = (k % depth()) * slice_;
-        if (k >= depth()) step.deps.push_back(slot_users_[k - depth()]);
-        slot_users_.push_back(b_.add(std::move(step), regions, regions));
+      } else {  // recvReduce
+        slots_.add(b_, std::move(step), regions);
       }
     }
   }
@@ -109,7 +106,7 @@ class RhdBuilder {
   SlicedChunks blocks_;
   ScheduleBuilder b_;
   const size_t slice_;
-  std::vector<uint32_t> slot_users_;
+  ReduceSlots slots_{p_.pipeline_depth, slice_};
 };
 
 }  // namespace

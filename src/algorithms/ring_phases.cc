@@ -1,5 +1,6 @@
 #include "algorithms/ring_phases.h"
 
+#include "algorithms/reduce_slots.h"
 #include "algorithms/ring_collectives.h"
 
 namespace coll::algo {
@@ -8,8 +9,7 @@ void addRingReduceScatter(const BuildParams& p, const SlicedChunks& sc, Schedule
                           BufferId first_touch, uint32_t phase0) {
   const int n = p.nranks, r = p.rank;
   const int right = ring::right(r, n), left = ring::left(r, n);
-  const auto depth = static_cast<size_t>(p.pipeline_depth);
-  std::vector<uint32_t> slot_users;  // recvReduce steps in order; slot k is reused by k + depth
+  ReduceSlots slots(p);
   for (int s = 0; s < n - 1; ++s) {
     int send_c = ring::mod(ring::reduceScatterSendChunk(r, n, s) + shift, n);
     int recv_c = ring::mod(ring::reduceScatterRecvChunk(r, n, s) + shift, n);
@@ -19,15 +19,11 @@ void addRingReduceScatter(const BuildParams& p, const SlicedChunks& sc, Schedule
       b.add({StepKind::send, s == 0 ? first_touch : BufferId::output, right, sc.offset(send_c, j), sc.bytes(send_c, j),
              0, phase},
             {sc.region(send_c, j)}, {});
-    for (size_t j = 0; j < sc.slices(recv_c); ++j) {
-      size_t k = slot_users.size();
-      Step step{StepKind::recvReduce, first_touch, left, sc.offset(recv_c, j), sc.bytes(recv_c, j),
-                (k % depth) * p.slice_bytes, phase};
-      if (k >= depth) step.deps.push_back(slot_users[k - depth]);
-      slot_users.push_back(b.add(std::move(step), {sc.region(recv_c, j)}, {sc.region(recv_c, j)}));
-    }
+    for (size_t j = 0; j < sc.slices(recv_c); ++j)
+      slots.add(b, {StepKind::recvReduce, first_touch, left, sc.offset(recv_c, j), sc.bytes(recv_c, j), 0, phase},
+                sc.region(recv_c, j));
   }
-  b.setScratchBytes(std::min(slot_users.size(), depth) * p.slice_bytes);
+  b.setScratchBytes(slots.bytes());
 }
 
 void addDivideOwned(const BuildParams& p, const SlicedChunks& sc, ScheduleBuilder& b, int owned, uint32_t phase) {

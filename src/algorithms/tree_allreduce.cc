@@ -4,6 +4,7 @@
 
 #include "algorithms/cost/link_load.h"
 #include "algorithms/patterns/double_binary_tree.h"
+#include "algorithms/reduce_slots.h"
 #include "algorithms/sliced_chunks.h"
 
 namespace coll::algo {
@@ -39,13 +40,11 @@ class TreeBuilder {
       for (int t = 0; t < 2; ++t)
         if (tick >= lag && tick - lag < halves_.slices(t)) addBroadcastDown(t, tick - lag);
     }
-    b_.setScratchBytes(std::min(slot_users_.size(), depth()) * p_.slice_bytes);
+    b_.setScratchBytes(slots_.bytes());
     return b_.finish();
   }
 
  private:
-  size_t depth() const { return static_cast<size_t>(p_.pipeline_depth); }
-
   // When two trees share an edge, one rank's sends to a peer mix one tree's reduction with the
   // other's broadcast in one FIFO queue. Broadcasting slice j right after reducing slice j
   // would hold the next reduction behind a full round trip of the other tree; lagging by about
@@ -58,10 +57,7 @@ class TreeBuilder {
     BufferId current = first_touch_;  // out of place, the first reduction reads the input
     for (int child : node.children) {
       if (child < 0) continue;
-      size_t k = slot_users_.size();
-      Step step{StepKind::recvReduce, current, child, offset, bytes, (k % depth()) * p_.slice_bytes, kReducePhase};
-      if (k >= depth()) step.deps.push_back(slot_users_[k - depth()]);
-      slot_users_.push_back(b_.add(std::move(step), {region}, {region}));
+      slots_.add(b_, {StepKind::recvReduce, current, child, offset, bytes, 0, kReducePhase}, region);
       current = BufferId::output;
     }
     if (node.parent >= 0) {
@@ -86,7 +82,7 @@ class TreeBuilder {
   ScheduleBuilder b_;
   BufferId first_touch_;
   dbtree::Node nodes_[2];
-  std::vector<uint32_t> slot_users_;  // recvReduce steps in order; slot k is reused by k + depth
+  ReduceSlots slots_{p_};
 };
 
 }  // namespace
