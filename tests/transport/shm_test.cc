@@ -1,9 +1,11 @@
 // What only the shm transport promises, beyond the conformance suite: set-up among ranks of
-// which only some share a host, a clear error when /dev/shm is too small, nothing left in
+// which only some share a host or whose network namespaces differ, a clear error when /dev/shm is too small, nothing left in
 // /dev/shm after a rank crashed during set-up, and a description that names the copy path.
 #include <gtest/gtest.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -44,6 +46,8 @@ TEST(ShmTransport, OnlySomeRanksShareTheHost) {
                  st.isOk() ? "ok" : st.message().c_str());
     }
     if (ep.self.rank == 2) return;
+    std::vector<pollfd> fds;
+    RANK_CHECK(ep.transport->pollFds(&fds) && fds.size() == 1, "the peer in this network namespace cannot wake us");
     (void)ep.transport->connect(1 - ep.self.rank, ep.deadline, &conn);
     std::string want = strprintf("peer %d (same host, shm, cma)", 1 - ep.self.rank);
     RANK_CHECK(conn->describe() == want, "describe(): '%s', expected '%s'", conn->describe().c_str(), want.c_str());
@@ -109,6 +113,32 @@ TEST(ShmTransport, FallsBackToSlotsWhereCmaIsForbidden) {
     conn->postRecv(in.data(), 4 << 20, 1, 2);
     for (const auto& [cookie, s] : ep.wait(2)) RANK_CHECK(s.isOk(), "request %d: %s", int(cookie), s.message().c_str());
     checkPattern(in.data(), 4 << 20, peer, "message");
+  }, o));
+}
+
+// Rank 1 runs in a network namespace of its own, so neither can reach the other's wake socket
+// (an abstract address): set-up finds that from the namespaces in the headers, each rank then
+// waits in slices rather than in poll() (pollFds refuses), and messages still arrive.
+TEST(ShmTransport, RanksInTwoNetworkNamespacesDoNotWaitInPoll) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a network namespace of its own needs root";
+  CaseOptions o;
+  o.create_transport = false;
+  expectAllSucceeded(runCase(kShm, [](Endpoint& ep) {
+    const int peer = 1 - ep.self.rank;
+    if (ep.self.rank == 1) RANK_CHECK(::unshare(CLONE_NEWNET) == 0, "unshare(CLONE_NEWNET): %s", std::strerror(errno));
+    Status st = createFor(kShm, ep, caseConfig(kShm, {}), {peer}, &ep.owned);
+    RANK_CHECK(st.isOk(), "set-up: %s", st.message().c_str());
+    ep.transport = ep.owned.get();
+    std::vector<pollfd> fds;
+    RANK_CHECK(!ep.transport->pollFds(&fds), "waits in poll() though its peer cannot wake it there");
+    Connection* conn = nullptr;
+    RANK_CHECK(ep.transport->connect(peer, ep.deadline, &conn).isOk(), "connect");
+    std::vector<uint8_t> out(1 << 16), in = recvBuffer(1 << 16);
+    fillPattern(out.data(), out.size(), ep.self.rank);
+    conn->postSend(out.data(), out.size(), 1, 1);
+    conn->postRecv(in.data(), 1 << 16, 1, 2);
+    for (const auto& [cookie, s] : ep.wait(2)) RANK_CHECK(s.isOk(), "request %d: %s", int(cookie), s.message().c_str());
+    checkPattern(in.data(), 1 << 16, peer, "message");
   }, o));
 }
 

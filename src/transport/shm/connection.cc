@@ -499,7 +499,7 @@ void ShmConnection::releaseSlot() {
 // --- failure -------------------------------------------------------------------------------
 
 void ShmConnection::checkPeer(bool check_process) {
-  if (!failure_.isOk() || idle()) return;
+  if (!watched()) return;
   Status st = peerStatus(check_process);
   if (st.isOk()) return;
   // A peer that closed may have written its last messages first: take them before failing.

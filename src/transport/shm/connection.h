@@ -77,6 +77,8 @@ class ShmConnection : public Connection {
   // For a connection with requests outstanding that made no progress: fails it if the peer
   // aborted or closed its end, or (check_process, a system call) its process died.
   void checkPeer(bool check_process);
+  // Whether checkPeer() looks at anything: requests are outstanding and it has not failed.
+  bool watched() const { return failure_.isOk() && !idle(); }
   bool idle() const { return sends_.empty() && cma_waiting_.empty() && recvs_.empty(); }
   // The peer's state whether or not requests are posted (a board op posts none): its abort,
   // its closing or (check_process) its death, as the Status this connection would fail with.

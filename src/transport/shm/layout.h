@@ -33,7 +33,7 @@
 namespace coll::transport::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
-inline constexpr uint32_t kLayoutVersion = 7;
+inline constexpr uint32_t kLayoutVersion = 8;
 inline constexpr uint32_t kSlotMagic = 0x544f4c53;                // "SLOT"
 inline constexpr size_t kHeaderBytes = 4096;
 inline constexpr size_t kControlBytes = 128;
@@ -98,6 +98,11 @@ struct SegmentHeader {
   // Set by the owner when its side of the pair with channel i's sender failed or closed: that
   // peer's requests to or from it fail. Here rather than in the controls, which may not exist.
   ChannelBits gone;
+  // Version 8. The owner's network namespace (device and inode of /proc/self/ns/net; 0 where
+  // unknown): a wake socket is an abstract address, reachable from that namespace only, so a
+  // peer in the same one needs no hello to know it can wake the owner.
+  uint64_t net_namespace_dev = 0;
+  uint64_t net_namespace_ino = 0;
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
 

@@ -3,27 +3,13 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <cstring>
-#include <map>
-#include <mutex>
 #include <new>
 
 #include "bootstrap/store.h"
-#include "base/idle_wait.h"
-#include "base/log.h"
-#include "transport/abort_signal.h"
-#include "reduce/reduce.h"
-#include "transport/shm/board.h"
 #include "transport/shm/cma.h"
-#include "transport/shm/connection.h"
-#include "transport/shm/doorbell.h"
-#include "transport/shm/segment.h"
+#include "transport/shm/shm_transport.h"
 #include "transport/shm/stale_segments.h"
-#include "transport/shm/wake_socket.h"
-#include "transport/small_op_board.h"
 
 namespace coll::transport::shm {
 namespace {
@@ -36,108 +22,7 @@ Geometry geometryFor(const Config& config, size_t local_peers) {
   return g;
 }
 
-// Longest sleep on the doorbell: how often a waiting rank checks that its peers still live.
-constexpr auto kSleepSlice = std::chrono::milliseconds(50);
-// After spinning, poll with sched_yield in between until this long idle, then sleep. A yield
-// hands the core to a runnable peer (ranks outnumbering cores) and costs well under a µs when
-// nobody else wants the core; waking a sleeper costs the peer a FUTEX_WAKE and the sleeper
-// about 30 µs (measured on this 2-core VM: 64 KiB CMA ping-pong went from 11 to 39 µs one-way
-// when the sender slept), so sleeping only pays after gaps several times that long. With 4
-// ranks on 2 cores, passing a token round a ring took 2-3 µs per hop this way against 6-17
-// µs with 10 µs of spinning and 4 yields (bench/transport_pingpong --ranks 4).
-constexpr auto kYieldPhase = std::chrono::microseconds(100);
-
-// Looks at the board between two reads of the clock (pause: about 10 ns each here).
-constexpr int kQuickLooks = 64;
-
-// The idle phases (base/idle_wait.h): spin COLL_SHM_SPIN, yield kYieldPhase, then sleep on
-// the doorbell in kSleepSlice slices.
-IdlePolicy idlePolicy(const Config& config) {
-  return {std::chrono::microseconds(config.shm_spin_us), kYieldPhase, kSleepSlice, 16};
-}
-
-class ShmTransport : public Transport, public SmallOpBoard {
- public:
-  ShmTransport(const Config& config, const PeerDirectory& dir, std::vector<int> local_peers)
-      : config_(config), dir_(dir), local_peers_(std::move(local_peers)) {
-    // Channel i of a segment is its owner's i-th local peer in rank order (layout.h).
-    std::sort(local_peers_.begin(), local_peers_.end());
-  }
-  ~ShmTransport() override;
-
-  const char* name() const override { return "shm"; }
-  bool pollsBeforeSleeping() const override { return true; }
-  Status connect(int peer, Deadline deadline, Connection** out) override;
-  Status progress(std::vector<Completion>* out, Deadline until) override;
-  bool pollFds(std::vector<pollfd>* fds) override;
-  bool armForPoll() override;
-  void disarmAfterPoll() override;
-  void abort(const std::string& reason) override;
-  SmallOpBoard* board() override { return board_ && config_.shm_board_bytes > 0 ? this : nullptr; }
-
-  size_t capacity() const override { return std::min(config_.shm_board_bytes, kBoardPayloadBytes); }
-  uint64_t post(const BoardCall& call) override;
-  Status finish(uint64_t ticket, const BoardCall& call, bool wait, std::chrono::nanoseconds timeout, TagTest other_op,
-                bool* done) override;
-
-  Status setUp(Deadline deadline);
-
- private:
-  struct Peer {
-    int rank = -1;
-    Mapping mapping;
-    uint32_t channel = 0;  // ours in its segment
-    bool readable = false;  // our probe of its memory
-  };
-
-  std::string key(int rank) const { return dir_.key_prefix + "shm/" + std::to_string(rank); }
-  Status validatePeers() const;
-  Status createOwn();
-  Status mapPeer(Peer& p, Deadline deadline);
-  Status findChannel(Peer& p) const;
-  void probePeer(Peer& p, uint32_t index);
-  void helloWake(Peer& p);
-  void removeNames() const;
-  void buildConnections();
-  bool pollAll();
-  void checkPeers(Clock::time_point now);
-  // quiet(): nothing arrived meanwhile, so sleeping is safe (the doorbell's last look).
-  template <typename Quiet>
-  void pause(const IdleWait& idle, Clock::time_point now, Deadline until, Quiet quiet);
-  bool quiet() { return !pollAll() && completions_.empty() && !aborted(); }
-  void buildBoard();
-  // Only where every rank of the communicator is on this host: the board has a cell per rank.
-  bool usesBoard() const { return config_.shm_board_bytes > 0 && local_peers_.size() + 1 == static_cast<size_t>(dir_.size); }
-  uint64_t hostRanks() const;  // hostRanksFingerprint of this rank and its local peers
-  int sharedCores() const;
-  void decideOversubscribed();
-  Status waitForBoard(uint64_t sequence, std::chrono::nanoseconds timeout, TagTest other_op);
-  Status combineBoard(uint64_t sequence, const BoardCall& call);
-  bool quickLook(uint64_t sequence);
-  bool lookAfterYielding(uint64_t sequence);
-  Status boardPeersStatus(uint64_t sequence, Clock::time_point now, TagTest other_op);
-  bool aborted() const { return abort_.raised(); }
-  std::string abortReason() const { return abort_.reason(); }
-
-  Config config_;
-  PeerDirectory dir_;
-  std::vector<int> local_peers_;
-  Geometry geometry_;
-  Mapping own_;
-  SegmentHeader private_header_;  // the doorbell when this rank has no segment
-  SegmentHeader* self_ = &private_header_;
-  WakeSocket wake_;
-  bool fd_wait_ok_ = false;  // peers can wake us in poll() (wake_socket.h)
-  std::vector<Peer> peers_;  // parallel to local_peers_; fixed after setUp (abort() reads it)
-  std::map<int, std::unique_ptr<ShmConnection>> connections_;
-  std::vector<ShmConnection*> polled_;
-  std::vector<Completion> completions_;
-  std::unique_ptr<Board> board_;  // where every rank of the communicator is on this host
-  uint64_t board_ops_ = 0;
-  Clock::time_point next_liveness_check_{};
-  bool logged_no_cma_ = false;
-  AbortSignal abort_;
-};
+}  // namespace
 
 ShmTransport::~ShmTransport() {
   for (ShmConnection* c : polled_) c->close();  // before the mappings go
@@ -226,6 +111,9 @@ Status ShmTransport::createOwn() {
   Status bound = WakeSocket::bind(segment, &wake_);
   if (bound) std::snprintf(h->wake_name, sizeof h->wake_name, "%s", wakeSocketName(segment).c_str());
   else COLL_INFO("SHM", "%s", bound.message().c_str());
+  const NetNamespace net = currentNetNamespace();
+  h->net_namespace_dev = net.dev;
+  h->net_namespace_ino = net.ino;
   self_ = h;
   COLL_INFO("SHM", "segment %s: %u peer(s) x %u slots x %s = %s, each ring reserved by its sender's first message",
             segmentNameFor(dir_, dir_.rank).c_str(), geometry_.nchannels, geometry_.nslots,
@@ -288,17 +176,30 @@ uint64_t ShmTransport::hostRanks() const {
   return hostRanksFingerprint(ranks.data(), ranks.size());
 }
 
-// A peer we cannot wake in poll() must not wait there: it learns so from its header.
+// A peer we cannot wake in poll() must not wait there: it learns so from its header. Where
+// both network namespaces are known, comparing them tells (wake_socket.h); a datagram, a
+// system call a pair (L² a host), only where one is not.
 void ShmTransport::helloWake(Peer& p) {
   SegmentHeader* h = p.mapping.header();
-  if (h->wake_name[0] && !(wake_ && sendWake(wake_.fd(), h->wake_name)))
-    h->wake_unreachable.store(1, std::memory_order_release);
+  if (!h->wake_name[0]) return;
+  const SegmentHeader* mine = own_.header();
+  bool reachable = false;
+  if (!wake_) reachable = false;
+  else if (mine->net_namespace_ino != 0 && h->net_namespace_ino != 0)
+    reachable = mine->net_namespace_ino == h->net_namespace_ino && mine->net_namespace_dev == h->net_namespace_dev;
+  else reachable = sendWake(wake_.fd(), h->wake_name);
+  if (!reachable) h->wake_unreachable.store(1, std::memory_order_release);
 }
 
+// Each rank removes its own name and its successor's among the host's ranks (in rank order,
+// the highest's successor the lowest), in case that one crashed before it could: 2L unlinks a
+// host where every rank removing every name made L². Names two crashed neighbours leave are
+// reclaimed by the next job's set-up (stale_segments.h).
 void ShmTransport::removeNames() const {
   if (local_peers_.empty()) return;
   unlinkSegment(segmentNameFor(dir_, dir_.rank));
-  for (int p : local_peers_) unlinkSegment(segmentNameFor(dir_, p));  // one that crashed before it could
+  const auto above = std::upper_bound(local_peers_.begin(), local_peers_.end(), dir_.rank);
+  unlinkSegment(segmentNameFor(dir_, above != local_peers_.end() ? *above : local_peers_.front()));
 }
 
 void ShmTransport::buildConnections() {
@@ -367,13 +268,22 @@ bool ShmTransport::pollAll() {
   return moved;
 }
 
-// Flags (aborted, closed) on every idle round: a few loads. Process death every sleep slice:
-// a system call per peer.
+// Flags (aborted, closed) on every idle round: a few loads. Process death every sleep slice,
+// for kDeathChecksPerSweep of the connections with requests outstanding.
 void ShmTransport::checkPeers(Clock::time_point now) {
-  bool check_process = now >= next_liveness_check_;
-  if (check_process) next_liveness_check_ = now + kSleepSlice;
-  for (ShmConnection* c : polled_) c->checkPeer(check_process);
+  (void)sweepPeers(processCheckDue(now), [](const ShmConnection& c) { return c.watched(); },
+                   [](ShmConnection& c, bool check_process) {
+                     c.checkPeer(check_process);
+                     return Status::ok();
+                   });
 }
+
+bool ShmTransport::processCheckDue(Clock::time_point now) {
+  if (now < next_liveness_check_) return false;
+  next_liveness_check_ = now + kSleepSlice;
+  return true;
+}
+
 
 // The cores this host's ranks may run on together (the union of their affinity masks: ranks
 // bound one per core each see one core); 0 where unknown.
@@ -411,138 +321,6 @@ void ShmTransport::decideOversubscribed() {
   }
 }
 
-// --- the small-op board (board.h) ---------------------------------------------------------
-
-void ShmTransport::buildBoard() {
-  if (!own_ || !usesBoard()) return;
-  std::vector<BoardCell*> cells(dir_.size);
-  cells[dir_.rank] = boardAt(own_.base());
-  for (Peer& p : peers_) cells[p.rank] = boardAt(p.mapping.base());
-  board_ = std::make_unique<Board>(dir_.rank, std::move(cells));
-}
-
-uint64_t ShmTransport::post(const BoardCall& call) {
-  const uint64_t sequence = ++board_ops_;
-  const bool has_data = call.root < 0 || call.root == dir_.rank;  // a broadcast's others only arrive
-  const size_t bytes = call.count * sizeOf(call.type);
-  board_->post(sequence, Board::fingerprint(call.count, call.type, call.op, call.root), call.in, has_data ? bytes : 0,
-               bytes);
-  return sequence;
-}
-
-Status ShmTransport::finish(uint64_t ticket, const BoardCall& call, bool wait, std::chrono::nanoseconds timeout,
-                            TagTest other_op, bool* done) {
-  *done = false;
-  if (wait) {
-    COLL_RETURN_IF_ERROR(waitForBoard(ticket, timeout, other_op));
-  } else if (!quickLook(ticket) && !lookAfterYielding(ticket)) {
-    // Peers asleep on this op may now have to wait for our finishing to be rung (combineBoard):
-    // ring them for our post instead, in case nobody finishes this op soon.
-    for (Peer& p : peers_) ring(p.mapping.header(), wake_.fd());
-    return Status::ok();
-  }
-  *done = true;
-  return combineBoard(ticket, call);
-}
-
-Status ShmTransport::combineBoard(uint64_t sequence, const BoardCall& call) {
-  const uint64_t fingerprint = Board::fingerprint(call.count, call.type, call.op, call.root);
-  int other = board_->disagreeing(sequence, fingerprint);
-  if (other >= 0)
-    return mismatchError(format("rank %d posted %s on the shared-memory board, rank %d %s", other,
-                                Board::describe(board_->fingerprintOf(other, sequence)).c_str(), dir_.rank,
-                                Board::describe(fingerprint).c_str()), other);
-  if (call.root >= 0) {
-    board_->copyFrom(sequence, call.root, call.out, call.count * sizeOf(call.type));
-  } else {
-    board_->combine(sequence, call.out, call.count, call.type, call.op);
-    if (call.op == ReduceOp::avg) reduce::divideBy(call.out, call.count, call.type, dir_.size);
-  }
-  // Peers asleep on this op are woken now rather than right after posting: whoever posts last
-  // sees every post at once and gets here, and by now our post has left the store buffer, so
-  // the doorbell's fence costs nothing (doorbell.h: the sleeper looks again after announcing
-  // itself, so one of us sees the other).
-  for (Peer& p : peers_) ring(p.mapping.header(), wake_.fd());
-  return Status::ok();
-}
-
-// A peer that is on its way arrives within a few hundred ns: look before reading the clock,
-// then keep looking for the spin budget (COLL_SHM_SPIN). Where ranks outnumber cores (no
-// spinning), once: a late peer is likely descheduled.
-bool ShmTransport::quickLook(uint64_t sequence) {
-  if (config_.shm_spin_us <= 0) return board_->allPosted(sequence);
-  Clock::time_point until{};  // set after the first batch of looks
-  for (;;) {
-    for (int i = 0; i < kQuickLooks; ++i) {
-      if (board_->allPosted(sequence)) return true;
-      cpuRelax();
-    }
-    const Clock::time_point now = Clock::now();
-    if (until == Clock::time_point{}) until = now + std::chrono::microseconds(config_.shm_spin_us);
-    else if (now >= until) return false;
-  }
-}
-
-// Where ranks outnumber cores, a peer that has not posted is likely waiting for this core:
-// one yield lets it post (a rank sharing the core, most often), and the op may then finish
-// where it was issued instead of going through the queue and a waiter (4 ranks on 2 cores,
-// 8-byte all-reduce: that path costs each of the two ranks on a core about 1,000 instructions
-// an op more). Nothing here waits for a peer. The cost: where the core's other runnable task
-// is not a peer but a computation, the yield lends it the core until the scheduler's next
-// tick (a few ms at most) before issuing returns; only small ops on a host whose ranks
-// outnumber its cores do this, where that core is shared anyway.
-bool ShmTransport::lookAfterYielding(uint64_t sequence) {
-  if (config_.shm_spin_us > 0) return false;
-  ::sched_yield();
-  return board_->allPosted(sequence);
-}
-
-// Waits like progress(): spin, yield, then sleep on our doorbell, which peers ring after posting.
-Status ShmTransport::waitForBoard(uint64_t sequence, std::chrono::nanoseconds timeout, TagTest other_op) {
-  if (quickLook(sequence)) return Status::ok();
-  IdleWait idle(idlePolicy(config_));
-  const Deadline deadline = idle.since() + timeout;
-  for (;;) {
-    if (board_->allPosted(sequence)) return Status::ok();
-    if (aborted()) return peerLostError(abortReason());
-    Clock::time_point now = Clock::now();
-    COLL_RETURN_IF_ERROR(boardPeersStatus(sequence, now, other_op));
-    if (now >= deadline) {
-      std::string peers;
-      for (int r : board_->missing(sequence)) peers += (peers.empty() ? "peer " : ", peer ") + std::to_string(r);
-      return timeoutError(format("%s did not post board op %llu on the shared-memory board in time", peers.c_str(),
-                                 static_cast<unsigned long long>(sequence)));
-    }
-    pause(idle, now, deadline, [&] { return !board_->allPosted(sequence) && !aborted(); });
-  }
-}
-
-// A peer that has not posted this op yet: is it gone, or somewhere else (it sent us a message
-// of another op, which it cannot have done after posting this one and finishing it)?
-Status ShmTransport::boardPeersStatus(uint64_t sequence, Clock::time_point now, TagTest other_op) {
-  bool check_process = now >= next_liveness_check_;
-  if (check_process) next_liveness_check_ = now + kSleepSlice;
-  for (auto& [rank, conn] : connections_) {
-    if (board_->posted(rank, sequence)) continue;
-    COLL_RETURN_IF_ERROR(conn->peerStatus(check_process));
-    uint64_t tag = 0, bytes = 0;
-    if (conn->unreadMessage(&tag, &bytes) && other_op(tag) && !board_->posted(rank, sequence))
-      return mismatchError(format("peer %d sent rank %d a message of another collective instead of posting board op "
-                                  "%llu: the ranks disagree about the call (one of them took the message path for it)",
-                                  rank, dir_.rank, static_cast<unsigned long long>(sequence)), rank);
-  }
-  return Status::ok();
-}
-
-template <typename Quiet>
-void ShmTransport::pause(const IdleWait& idle, Clock::time_point now, Deadline until, Quiet quiet) {
-  idle.pause(now, until, [&](Clock::duration slice) {
-    uint32_t seq = prepareSleep(&self_->doorbell);
-    // A last look after announcing ourselves: whatever a peer did before seeing us is visible now.
-    if (quiet()) sleep(&self_->doorbell, seq, slice);
-    finishSleep(&self_->doorbell);
-  });
-}
 
 bool ShmTransport::pollFds(std::vector<pollfd>* fds) {
   if (!fd_wait_ok_) return false;
@@ -573,8 +351,6 @@ void ShmTransport::abort(const std::string& reason) {
   ring(self_, wake_.fd());  // ourselves, if we wait
 }
 
-}  // namespace
-
 uint64_t segmentBytes(const Config& config, size_t local_peers) {
   return local_peers == 0 ? 0 : geometryFor(config, local_peers).segmentBytes();
 }
@@ -582,7 +358,6 @@ uint64_t segmentBytes(const Config& config, size_t local_peers) {
 std::string segmentNameFor(const PeerDirectory& directory, int rank) {
   return segmentName(directory.secret, directory.key_prefix, rank);
 }
-
 
 Status createTransport(const Config& config, const PeerDirectory& directory, const std::vector<int>& local_peers,
                        std::unique_ptr<Transport>* out) {

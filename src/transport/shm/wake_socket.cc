@@ -1,6 +1,7 @@
 #include "transport/shm/wake_socket.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -48,6 +49,12 @@ bool sendWake(int sender, const char* name) {
   char byte = 1;
   if (::sendto(sender, &byte, 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&addr), len) == 1) return true;
   return errno == EAGAIN || errno == EWOULDBLOCK;
+}
+
+NetNamespace currentNetNamespace() {
+  struct stat st;
+  if (::stat("/proc/self/ns/net", &st) != 0) return {};
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
 }
 
 }  // namespace coll::transport::shm

@@ -5,10 +5,12 @@
 // The wake socket is a Unix datagram socket in the abstract namespace, named after the rank's
 // segment: nothing to clean up after a crash (the name goes with the last descriptor). The
 // abstract namespace belongs to a network namespace, so ranks grouped onto one host across two
-// of them cannot reach each other's: set-up tests that (a hello datagram) and such a rank keeps
-// waiting in slices instead (see ShmTransport::pollFds).
+// of them cannot reach each other's: set-up compares the namespaces each rank wrote into its
+// segment (or, where one is unknown, sends a hello datagram) and such a rank keeps waiting in
+// slices instead (see ShmTransport::pollFds).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "base/fd_io.h"
@@ -37,5 +39,14 @@ class WakeSocket {
 // wakeSocketName). A full queue (EAGAIN) is fine: the owner has a wake-up pending already.
 // False: no such socket in this network namespace.
 bool sendWake(int sender, const char* name);
+
+// This process's network namespace: the device and inode of /proc/self/ns/net ({0, 0} where
+// /proc cannot tell). Two processes reach each other's wake sockets exactly when they agree.
+struct NetNamespace {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  bool known() const { return ino != 0; }
+};
+NetNamespace currentNetNamespace();
 
 }  // namespace coll::transport::shm
