@@ -15,6 +15,7 @@
 #include "base/idle_wait.h"
 #include "base/log.h"
 #include "transport/abort_signal.h"
+#include "transport/shm/check_turns.h"
 #include "transport/shm/board.h"
 #include "transport/shm/connection.h"
 #include "transport/shm/doorbell.h"
@@ -138,7 +139,7 @@ class ShmTransport : public Transport, public SmallOpBoard {
   std::unique_ptr<Board> board_;  // where every rank of the communicator is on this host
   uint64_t board_ops_ = 0;
   Clock::time_point next_liveness_check_{};
-  size_t death_check_turn_ = 0;  // index into polled_ of the next connection to check for death
+  CheckTurns death_checks_{kDeathChecksPerSweep};  // over polled_
   bool logged_no_cma_ = false;
   AbortSignal abort_;
 };
@@ -147,20 +148,8 @@ class ShmTransport : public Transport, public SmallOpBoard {
 
 template <typename Waited, typename Visit>
 Status ShmTransport::sweepPeers(bool check_process, Waited waited, Visit visit) {
-  const size_t n = polled_.size();
-  size_t granted = 0, next_turn = death_check_turn_;
-  for (size_t k = 0; k < n; ++k) {
-    const size_t i = (death_check_turn_ + k) % n;
-    if (!waited(*polled_[i])) continue;
-    const bool check = check_process && granted < kDeathChecksPerSweep;
-    if (check) {
-      ++granted;
-      next_turn = (i + 1) % n;
-    }
-    COLL_RETURN_IF_ERROR(visit(*polled_[i], check));
-  }
-  death_check_turn_ = next_turn;
-  return Status::ok();
+  return death_checks_.sweep(polled_.size(), check_process, [&](size_t i) { return waited(*polled_[i]); },
+                             [&](size_t i, bool check) { return visit(*polled_[i], check); });
 }
 
 template <typename Quiet>
