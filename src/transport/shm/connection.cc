@@ -64,7 +64,7 @@ ShmConnection::ShmConnection(const Endpoints& e, PeerProcess process, std::vecto
     : e_(e),
       process_(std::move(process)),
       completions_(completions),
-      self_pid_(static_cast<int32_t>(::getpid())),
+      self_pid_(e.own_header->owner_pid),  // getpid() at set-up: a system call a pair otherwise
       peer_regions_(process_.pid(), e.peer),
       way_(kWayRules) {
   mapped_send_ = e_.peer_header->cma_readable.test(e_.outbound_channel);
