@@ -18,6 +18,11 @@ using transport::Clock;
 constexpr auto kConnectSlice = std::chrono::milliseconds(100);  // stopping is checked between slices
 constexpr auto kMaxSleep = std::chrono::milliseconds(50);       // transports check peers' liveness between waits
 constexpr auto kUnpolledSlice = std::chrono::microseconds(200);  // per transport that has no descriptors
+// With no op posted nobody waits on a peer, so its liveness can wait: the engine sleeps until a
+// post, a message or a connection wakes it, or this long. Waking every kMaxSleep instead cost
+// 256 idle ranks on one host 15 % of a core (each wake polls every local connection three
+// times), as the collectives' progress thread also sleeps until pushed.
+constexpr auto kIdleSleep = std::chrono::seconds(1);
 
 timespec timespecUntil(transport::Deadline until) {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::max<Clock::duration>(until - Clock::now(), {}));
@@ -260,7 +265,7 @@ void Engine::Impl::waitForNews(std::vector<transport::Completion>* out) {
     for (transport::Transport* t : active_) (void)t->progress(out, Clock::now());
     if (!out->empty() || inbox_count_.load(std::memory_order_acquire) > 0) return;
   }
-  auto until = Clock::now() + kMaxSleep;
+  auto until = Clock::now() + (ops_.empty() ? kIdleSleep : kMaxSleep);
   if (!ops_.empty()) until = std::min(until, ops_.begin()->second.deadline);
   if (blockOnAll(until)) {
     for (transport::Transport* t : active_) (void)t->progress(out, Clock::now());
