@@ -446,9 +446,11 @@ void PerfRunner::runAll() {
   }
 }
 
-// Rank 0 prints every rank's line, gathered by an all-gather of one 256-byte slot a rank (not
-// an all-reduce of n slots: at 256 ranks that moved 64 KiB a rank, more shared memory than the
-// job's own first op; docs/MEMORY.md).
+// Rank 0 prints every rank's line, gathered to it in one 256-byte slot a rank: not an
+// all-reduce of n slots (at 256 ranks that moved 64 KiB a rank, more shared memory than the
+// job's own first op; docs/MEMORY.md), nor an all-gather, which on several hosts of many ranks
+// is hierarchical and touches a ring with every local peer (1 MiB of shared memory a rank at
+// 8 hosts x 32), which start-up's measurements would count as the job's.
 std::vector<std::string> gatherRankLines(Communicator& comm, PerfRunner& runner) {
   constexpr size_t kSlot = 256;
   auto n = static_cast<size_t>(comm.size());
@@ -456,7 +458,7 @@ std::vector<std::string> gatherRankLines(Communicator& comm, PerfRunner& runner)
   std::vector<char> all(n * kSlot, 0);
   std::string line = rankLine(comm.rank(), comm.localRank()).substr(0, kSlot - 1);
   std::memcpy(mine.data(), line.data(), line.size());
-  runner.wait(comm.allgather(mine.data(), all.data(), kSlot, DataType::u8));
+  runner.wait(comm.gather(mine.data(), all.data(), kSlot, DataType::u8, 0));
   std::vector<std::string> lines;
   for (size_t r = 0; r < n; ++r) {
     const char* slot = all.data() + r * kSlot;
