@@ -189,6 +189,53 @@ TEST(KillRank, SurvivorsOnTheBoardReportTheDeadRankPromptly) {
   expectSurvivorsDetectedDeath(outcomes, victim, kill_ns);
 }
 
+// A waiter on the board with more late peers than a liveness sweep checks the processes of (16,
+// src/transport/shm/check_turns.h): rank 0 waits for 18 ranks that are merely late and one that
+// died, and still names the dead one within the bound, since the sweeps take the peers in
+// turn. The late ranks post only after that bound, and fail then.
+TEST(KillRank, AWaiterOnTheBoardFindsTheDeadRankAmongManyLateOnes) {
+  const int n = 20, victim = 19;
+  constexpr int kGo = 1;
+  int64_t kill_ns = 0;
+  RunOptions options;
+  options.deadline = std::chrono::seconds(75);
+  options.comm_timeout = kKillTimeout;
+  options.parent_action = [&](const std::vector<pid_t>& pids, RankSlot* slots) {
+    if (!waitForProgress(slots, n, 1)) return;  // every rank did one all-reduce: all set up
+    kill_ns = nowNs();
+    ::kill(pids[victim], SIGKILL);
+    slots[0].phase = kGo;
+  };
+  auto outcomes = runRanks(n, [](Communicator& c, Rank& self) {
+    std::vector<float> buf(16, 1.0f);  // the board's size
+    c.allreduce(buf.data(), buf.data(), buf.size(), DataType::f32, ReduceOp::max).wait();
+    self.slot->progress++;
+    if (self.rank == victim) std::this_thread::sleep_for(std::chrono::seconds(60));  // killed meanwhile
+    if (self.rank == 0) {
+      auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (self.slot->phase.load() < kGo && std::chrono::steady_clock::now() < limit)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else {
+      std::this_thread::sleep_for(std::chrono::seconds(static_cast<int>(kDetectSeconds) + 2));
+    }
+    loopUntilFailureOf(c, self, 16);
+  }, options);
+  ASSERT_NE(kill_ns, 0) << "the ranks never completed an all-reduce";
+  EXPECT_EQ(outcomes[victim].signal, SIGKILL) << outcomes[victim].describe();
+  {
+    SCOPED_TRACE(outcomes[0].describe());
+    const double seconds = expectCleanFailure(outcomes[0], kill_ns);
+    EXPECT_EQ(static_cast<ErrorCode>(outcomes[0].error_code), ErrorCode::PeerLost);
+    EXPECT_LT(seconds, kDetectSeconds) << "the death was reported " << seconds << " s after the SIGKILL";
+    EXPECT_TRUE(namesRank(outcomes[0].message, victim)) << "the message does not name the dead rank " << victim;
+    std::cout << "rank 0 failed " << seconds << " s after the SIGKILL: " << outcomes[0].message << "\n";
+  }
+  for (int r = 1; r < victim; ++r) {
+    SCOPED_TRACE(outcomes[r].describe());
+    expectCleanFailure(outcomes[r], kill_ns);
+  }
+}
+
 // A rank that notices the loss fails its communicator and closes its connections, so ranks
 // that are not neighbours of the dead one fail fast too, not at their own deadline (20 s
 // here, against the 5 s the verdict allows).
