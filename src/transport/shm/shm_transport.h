@@ -41,7 +41,7 @@ constexpr auto kYieldPhase = std::chrono::microseconds(100);
 // at most this many of the connections it looks at, in turn, so a dead peer is found within
 // ceil(waited-on peers / this) sweeps. Checking every peer each time cost a host L² system
 // calls a sweep: with 128 ranks on 2 cores waiting on the board, 0.8 M polls of pidfds in a
-// 2.5 s job, and start-up grew with the cube of the ranks from there. The flags a peer sets
+// 2.5 s job, and start-up grew faster than the square of the ranks. The flags a peer sets
 // when it aborts or closes are loads, and are looked at on every sweep.
 constexpr size_t kDeathChecksPerSweep = 16;
 
