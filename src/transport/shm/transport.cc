@@ -183,11 +183,10 @@ void ShmTransport::helloWake(Peer& p) {
   SegmentHeader* h = p.mapping.header();
   if (!h->wake_name[0]) return;
   const SegmentHeader* mine = own_.header();
-  bool reachable = false;
-  if (!wake_) reachable = false;
-  else if (mine->net_namespace_ino != 0 && h->net_namespace_ino != 0)
-    reachable = mine->net_namespace_ino == h->net_namespace_ino && mine->net_namespace_dev == h->net_namespace_dev;
-  else reachable = sendWake(wake_.fd(), h->wake_name);
+  const bool both_known = mine->net_namespace_ino != 0 && h->net_namespace_ino != 0;
+  const bool reachable =
+      wake_ && (both_known ? mine->net_namespace_ino == h->net_namespace_ino && mine->net_namespace_dev == h->net_namespace_dev
+                           : sendWake(wake_.fd(), h->wake_name));
   if (!reachable) h->wake_unreachable.store(1, std::memory_order_release);
 }
 

@@ -45,7 +45,6 @@ bool sendWake(int sender, const char* name);
 struct NetNamespace {
   uint64_t dev = 0;
   uint64_t ino = 0;
-  bool known() const { return ino != 0; }
 };
 NetNamespace currentNetNamespace();
 
