@@ -11,6 +11,7 @@
 #include "bootstrap/roll_call.h"
 #include "comm/device_request.h"
 #include "comm/launcher_lifeline.h"
+#include "comm/p2p_config.h"
 #include "comm/shrink.h"
 #include "comm/stall_report.h"
 #include "cuda/runtime.h"
@@ -73,7 +74,11 @@ Status CommunicatorImpl::create(const CommOptions& options, const Config& global
   impl->budgetDescriptors();
   transport::PeerDirectory dir{impl->rank_, impl->size_, impl->secret_, impl->key_prefix_, impl->store_.get(),
                                impl->store_host_};
-  COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_));
+  // The segments hold the point-to-point engine's plane too (P2pPath::start).
+  const Config engine_config = p2pConfig(config);
+  transport::ShmPlanes planes;
+  planes.reserve_second = &engine_config;
+  COLL_RETURN_IF_ERROR(transport::createTransports(config, dir, impl->hosts_, &impl->transports_, planes));
   startup.endPhase("transports", impl->store_.get());
   COLL_RETURN_IF_ERROR(impl->startPaths(options, dir, std::move(rules)));
   // Nobody leaves init before everybody is connected, so rank 0 may stop serving the store
@@ -126,7 +131,7 @@ void CommunicatorImpl::budgetDescriptors() {
 // stand on the scheduled one. Init thread, before the progress thread exists.
 Status CommunicatorImpl::startPaths(const CommOptions& options, const transport::PeerDirectory& dir,
                                     std::vector<select::AlgoRule> rules) {
-  COLL_RETURN_IF_ERROR(P2pPath::start(config_, dir, hosts_, storeConnector(),
+  COLL_RETURN_IF_ERROR(P2pPath::start(config_, dir, hosts_, transports_.shm_files, storeConnector(),
                                       [this](const Error& e) { fail(Error(e.code(), format("rank %d: %s", rank_, e.what()))); },
                                       &p2p_));
   startup_.endPhase("point-to-point", store_.get(), p2p_->startTraffic());

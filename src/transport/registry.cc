@@ -136,7 +136,7 @@ Status checkNames(const Config& config) {
 }  // namespace
 
 Status createTransports(const Config& config, const PeerDirectory& directory, const bootstrap::HostGrouping& hosts,
-                        TransportSet* out) {
+                        TransportSet* out, const ShmPlanes& planes) {
   COLL_RETURN_IF_ERROR(checkNames(config));
   const std::string& forced = config.transport;
   if (forced == "ucx") return createUcxOnly(config, directory, out);
@@ -149,7 +149,13 @@ Status createTransports(const Config& config, const PeerDirectory& directory, co
   if (!network) COLL_RETURN_IF_ERROR(socket::createTransport(config, directory, &socket));
   // Collective: every rank takes part, with or without local peers (COLL_TRANSPORT must then
   // be the same on every rank).
-  if (forced != "socket") COLL_RETURN_IF_ERROR(shm::createTransport(config, directory, hosts.local_peers, &shm));
+  if (forced != "socket" && planes.serve_second)
+    COLL_RETURN_IF_ERROR(shm::createSecondPlane(config, directory, hosts.local_peers, planes.serve_second, &shm));
+  else if (forced != "socket" && planes.reserve_second)
+    COLL_RETURN_IF_ERROR(shm::createTransportWithSecondPlane(config, directory, hosts.local_peers,
+                                                             *planes.reserve_second, &shm, &out->shm_files));
+  else if (forced != "socket")
+    COLL_RETURN_IF_ERROR(shm::createTransport(config, directory, hosts.local_peers, &shm));
   Transport* remote = network ? network.get() : socket.get();
   out->for_peer.assign(directory.size, nullptr);
   for (int peer = 0; peer < directory.size; ++peer) {

@@ -17,9 +17,22 @@
 
 namespace coll::transport {
 
+namespace shm {
+class SegmentFiles;
+}
+
+// The planes of the shared-memory segments (shm/layout.h): the collectives' transports make
+// each segment hold a second plane for the point-to-point engine's, whose shared memory then
+// needs no set-up of its own (no mapping, probe or store barrier).
+struct ShmPlanes {
+  const Config* reserve_second = nullptr;           // make the segments with a second plane of this
+  std::shared_ptr<shm::SegmentFiles> serve_second;  // serve the second plane of these segments
+};
+
 struct TransportSet {
   std::vector<std::unique_ptr<Transport>> owned;
   std::vector<Transport*> for_peer;  // indexed by rank; nullptr for this rank
+  std::shared_ptr<shm::SegmentFiles> shm_files;  // where made with ShmPlanes::reserve_second
 
   // The connection to a peer through its transport.
   Status connect(int peer, Deadline deadline, Connection** conn, Transport** via) const;
@@ -29,6 +42,6 @@ struct TransportSet {
 };
 
 Status createTransports(const Config& config, const PeerDirectory& directory,
-                        const bootstrap::HostGrouping& hosts, TransportSet* out);
+                        const bootstrap::HostGrouping& hosts, TransportSet* out, const ShmPlanes& planes = {});
 
 }  // namespace coll::transport

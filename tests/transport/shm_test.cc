@@ -14,6 +14,10 @@
 #include <cstddef>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "transport/connection_conformance.h"
@@ -196,6 +200,93 @@ TEST(ShmTransport, RankKilledDuringSetUpLeavesNothingBehind) {
   ASSERT_EQ(outcomes.size(), 3u);
   EXPECT_EQ(outcomes[1].signal, SIGKILL) << outcomes[1].describe();
   for (int r : {0, 2}) EXPECT_TRUE(outcomes[r].exited && outcomes[r].exit_code == 0) << outcomes[r].describe();
+}
+
+// Lines of /proc/self/maps naming a coll segment, and pidfds open in this process.
+size_t segmentMappings() {
+  std::ifstream maps("/proc/self/maps");
+  size_t n = 0;
+  for (std::string line; std::getline(maps, line);) n += line.find("/dev/shm/coll-") != std::string::npos;
+  return n;
+}
+
+size_t pidfds() {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    n += std::filesystem::read_symlink(e.path(), ec).string() == "anon_inode:[pidfd]";
+  }
+  return n;
+}
+
+// Drives `t` until the requests `cookies` completed (their statuses) or 10 s passed.
+std::map<uint64_t, Status> drive(transport::Transport* t, std::set<uint64_t> cookies) {
+  std::map<uint64_t, Status> done;
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (done.size() < cookies.size() && std::chrono::steady_clock::now() < end) {
+    std::vector<transport::Completion> out;
+    Status st = t->progress(&out, std::chrono::steady_clock::now() + 10ms);
+    for (transport::Completion& c : out)
+      if (cookies.count(c.cookie)) done.emplace(c.cookie, c.status);
+    if (!st && out.empty()) break;
+  }
+  return done;
+}
+
+// The point-to-point engine's plane (layout.h): a second transport over the same segments maps
+// nothing and opens no pidfd of its own; the two planes carry messages of the same tag apart;
+// an abort of one plane fails its peer's connection on that plane only.
+TEST(ShmTransport, TheSecondPlaneSharesTheMappingsAndStandsApart) {
+  CaseOptions o;
+  o.ranks = 3;
+  o.create_transport = false;
+  expectAllSucceeded(runCase(kShm, [](Endpoint& ep) {
+    std::vector<int> peers;
+    for (int r = 0; r < 3; ++r)
+      if (r != ep.self.rank) peers.push_back(r);
+    const Config c = caseConfig(kShm, {});
+    std::unique_ptr<transport::Transport> first, second;
+    std::shared_ptr<transport::shm::SegmentFiles> files;
+    Status st = transport::shm::createTransportWithSecondPlane(c, ep.directory, peers, c, &first, &files);
+    RANK_CHECK(st.isOk(), "set-up: %s", st.message().c_str());
+    const size_t maps = segmentMappings(), fds = pidfds();
+    RANK_CHECK(maps >= 3 && fds == 2, "%zu mappings of segments and %zu pidfds after set-up", maps, fds);
+    st = transport::shm::createSecondPlane(c, ep.directory, peers, files, &second);
+    RANK_CHECK(st.isOk(), "second plane: %s", st.message().c_str());
+    RANK_CHECK(segmentMappings() == maps && pidfds() == fds, "the second plane mapped %zu more and opened %zu pidfds",
+               segmentMappings() - maps, pidfds() - fds);
+    RANK_CHECK(!transport::shm::createSecondPlane(c, ep.directory, peers, files, &second).isOk(),
+               "a second plane served twice");
+    // Rank 0 and rank 1 exchange a message of tag 7 on each plane, different bytes on each.
+    if (ep.self.rank == 2) return;
+    const int peer = 1 - ep.self.rank;
+    transport::Connection *a = nullptr, *b = nullptr;
+    RANK_CHECK(first->connect(peer, ep.deadline, &a).isOk() && second->connect(peer, ep.deadline, &b).isOk(), "connect");
+    std::vector<uint8_t> out_a(3 << 20), out_b(5000), in_a = recvBuffer(3 << 20), in_b = recvBuffer(5000);
+    fillPattern(out_a.data(), out_a.size(), 10 + ep.self.rank);
+    fillPattern(out_b.data(), out_b.size(), 20 + ep.self.rank);
+    b->postRecv(in_b.data(), out_b.size(), 7, 3);
+    a->postRecv(in_a.data(), out_a.size(), 7, 1);
+    b->postSend(out_b.data(), out_b.size(), 7, 4);
+    a->postSend(out_a.data(), out_a.size(), 7, 2);
+    for (const auto& [cookie, s] : drive(second.get(), {3, 4})) RANK_CHECK(s.isOk(), "plane 2, %d: %s", int(cookie), s.message().c_str());
+    for (const auto& [cookie, s] : drive(first.get(), {1, 2})) RANK_CHECK(s.isOk(), "plane 1, %d: %s", int(cookie), s.message().c_str());
+    checkPattern(in_a.data(), out_a.size(), 10 + peer, "first plane's message");
+    checkPattern(in_b.data(), out_b.size(), 20 + peer, "second plane's message");
+    // Rank 0 aborts its second plane: rank 1's receive there fails, its first plane still carries.
+    if (ep.self.rank == 0) second->abort("the engine stopped");
+    else {
+      b->postRecv(in_b.data(), out_b.size(), 8, 5);
+      auto failed = drive(second.get(), {5});
+      RANK_CHECK(failed.size() == 1 && !failed[5].isOk() && failed[5].message().find("the engine stopped") != std::string::npos,
+                 "a receive on the aborted plane: %s", failed.empty() ? "never ended" : failed[5].message().c_str());
+    }
+    std::vector<uint8_t> in_c = recvBuffer(64);
+    a->postRecv(in_c.data(), 64, 9, 6);
+    a->postSend(out_a.data(), 64, 9, 7);
+    for (const auto& [cookie, s] : drive(first.get(), {6, 7})) RANK_CHECK(s.isOk(), "plane 1 after the abort, %d: %s", int(cookie), s.message().c_str());
+    checkPattern(in_c.data(), 64, 10 + peer, "first plane's message after the abort");
+  }, o));
 }
 
 }  // namespace

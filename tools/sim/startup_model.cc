@@ -48,10 +48,13 @@ struct Stretch {  // how a host's CPU work stretches when it has more ranks than
 int connectionsOpened(const std::string& phase);
 
 // The CPU a rank spends in a phase beyond its requests': connecting to the store, setting up a
-// transport set (each local peer's segment mapped, probed and greeted), detecting hardware.
+// transport set (the collectives': each local peer's segment mapped, probed and greeted, for
+// both planes at once; the point-to-point engine's: its connections over the second plane),
+// detecting hardware.
 double phaseCpu(const std::string& phase, const StartupCosts& c, int local_ranks) {
   double cpu = connectionsOpened(phase) * c.connect_cpu_s;
-  if (phase == "transports" || phase == "point-to-point") cpu += c.init_cpu_s / 2 + c.local_peer_cpu_s * (local_ranks - 1);
+  if (phase == "transports") cpu += c.init_cpu_s / 2 + c.local_peer_cpu_s * (local_ranks - 1);
+  if (phase == "point-to-point") cpu += c.init_cpu_s / 2;
   if (phase == "topology") cpu += c.hardware_cpu_s;
   return cpu;
 }
@@ -94,7 +97,7 @@ Status firstAllreduce(const ClusterModel& m, StartupEstimate* out) {
 void estimateMemory(const StartupLayout& job, const StartupCosts& c, StartupEstimate* out) {
   const int fullest = *std::max_element(job.ranks_per_host.begin(), job.ranks_per_host.end());
   const double n = job.ranks();
-  // Two segments (collectives, point to point), and the pages the first op's messages touch:
+  // One segment of two planes (collectives, point to point), and the pages the first op's messages touch:
   // per local sender a control page and a page of its ring, at most log2(n) of them
   // (recursive doubling's partners).
   const double senders = fullest < 2 ? 0 : std::min<double>(fullest - 1, std::ceil(std::log2(std::max(2.0, n))));

@@ -26,7 +26,7 @@ struct StartupCosts {
   double placement_sample_s = 60e-3; // one host: collrun --bind-to auto watches the CPUs this long before it starts ranks
   double exec_cpu_s = 5e-3;          // CPU from exec to the communicator's first phase (loading, main)
   double init_cpu_s = 3e-3;          // CPU setting up the two transport sets (segments, sockets, threads)
-  double local_peer_cpu_s = 25e-6;   // CPU per local peer and transport set: map its segment, probe CMA, greet it
+  double local_peer_cpu_s = 25e-6;   // CPU per local peer: map its segment (both planes), probe CMA, greet it
   double connect_cpu_s = 0.4e-3;     // a rank's CPU per store connection (connect, challenge, MAC)
   double hardware_cpu_s = 1e-3;      // detecting the host's hardware (hwloc), every rank
   double hardware_wait_s = 7e-3;     // ... and waiting for what it reads (sysfs), not on a core

@@ -18,10 +18,11 @@ constexpr int64_t kHardwareJsonBytes = 400;
 // createTransports (transport/registry.cc) for the collectives' or the point-to-point set:
 // between hosts the network choice (exchangeNetworkChoice: every rank publishes its card, rank
 // 0 reads them all and publishes the choice, every rank reads it), the socket transport's
-// address, and shared memory's two barriers (shm/transport.cc setUp; every rank, with or
-// without local peers).
-int64_t transportRequests(const StartupLayout& job, int rank) {
-  int64_t n = 1 + 2 * kBarrier;
+// address, and for the collectives' set shared memory's two barriers (shm/transport.cc setUp;
+// every rank, with or without local peers). The point-to-point set's shared memory is the
+// second plane of the collectives' segments (shm/second_plane.cc): no request.
+int64_t transportRequests(const StartupLayout& job, int rank, bool shm_set_up) {
+  int64_t n = 1 + (shm_set_up ? 2 * kBarrier : 0);
   if (job.hosts() > 1) n += rank == 0 ? job.ranks() + 3 : 2;  // rank 0 reads its own card too
   return n;
 }
@@ -92,8 +93,8 @@ std::vector<PhaseRequests> plannedRequests(const StartupLayout& job, int rank, i
   plan.push_back({"presence", 1, 0, 16});  // appendWhenClosed on the presence client
   // exchangeHostIds: rank 0 reads every id and publishes the table; the others publish theirs and read it.
   plan.push_back({"hosts", rank == 0 ? n : 2, 0, rank == 0 ? int64_t{n} * (host_id_bytes + 8) : host_table});
-  plan.push_back({"transports", transportRequests(job, rank), 0, 64});
-  plan.push_back({"point-to-point", transportRequests(job, rank), 0, 64});
+  plan.push_back({"transports", transportRequests(job, rank, true), 0, 64});
+  plan.push_back({"point-to-point", transportRequests(job, rank, false), 0, 64});
   plan.push_back({"neighbours", neighbourRequests(job, rank), 0, 32});
   plan.push_back({"topology", topologyRequests(job, rank), 0, kHardwareJsonBytes + 128 + (rank == 0 ? n * 24 : 0)});
   plan.push_back({"barrier", kBarrier, 0, 16});

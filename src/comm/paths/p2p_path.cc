@@ -19,7 +19,8 @@ std::string describeP2p(const OpRequest& op, uint64_t sequence) {
 }  // namespace
 
 Status P2pPath::start(const Config& config, const transport::PeerDirectory& collectives,
-                      const bootstrap::HostGrouping& hosts, const StoreConnect& connect,
+                      const bootstrap::HostGrouping& hosts, std::shared_ptr<transport::shm::SegmentFiles> shm_files,
+                      const StoreConnect& connect,
                       std::function<void(const Error&)> on_failure, std::unique_ptr<P2pPath>* out) {
   std::unique_ptr<P2pPath> path(new P2pPath());
   auto deadline = transport::Clock::now() + config.timeout;
@@ -28,7 +29,9 @@ Status P2pPath::start(const Config& config, const transport::PeerDirectory& coll
   dir.key_prefix += "p2p/";
   dir.store = path->store_.get();  // the engine's thread uses it from now on (socket dials)
   transport::TransportSet set;
-  COLL_RETURN_IF_ERROR(transport::createTransports(p2pConfig(config), dir, hosts, &set));
+  transport::ShmPlanes planes;
+  planes.serve_second = std::move(shm_files);
+  COLL_RETURN_IF_ERROR(transport::createTransports(p2pConfig(config), dir, hosts, &set, planes));
   path->start_traffic_ = path->store_->traffic();  // before the engine's thread may use the client
   p2p::EngineOptions engine;
   engine.rank = collectives.rank;

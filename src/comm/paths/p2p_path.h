@@ -17,6 +17,7 @@
 #include "bootstrap/store.h"
 #include "comm/paths/execution_path.h"
 #include "p2p/engine.h"
+#include "transport/registry.h"
 #include "transport/transport.h"
 
 namespace coll {
@@ -25,9 +26,12 @@ class P2pPath final : public ExecutionPath {
  public:
   using StoreConnect = std::function<Status(bootstrap::Deadline, std::unique_ptr<bootstrap::StoreClient>*)>;
   // Opens the engine's own store client and transports (key prefix "<communicator's>p2p/").
+  // shm_files: the collectives' shared-memory segments, made with a second plane for the
+  // engine (transport::ShmPlanes; p2pConfig), which it then serves without a set-up of its own.
   // on_failure: the engine failed (its thread): the communicator fails with it.
   static Status start(const Config& config, const transport::PeerDirectory& collectives,
-                      const bootstrap::HostGrouping& hosts, const StoreConnect& connect,
+                      const bootstrap::HostGrouping& hosts, std::shared_ptr<transport::shm::SegmentFiles> shm_files,
+                      const StoreConnect& connect,
                       std::function<void(const Error&)> on_failure, std::unique_ptr<P2pPath>* out);
   ~P2pPath() override;
 

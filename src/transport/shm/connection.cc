@@ -60,12 +60,12 @@ constexpr auto kRelease = std::memory_order_release;
 
 }  // namespace
 
-ShmConnection::ShmConnection(const Endpoints& e, PeerProcess process, std::vector<Completion>* completions)
+ShmConnection::ShmConnection(const Endpoints& e, std::shared_ptr<const PeerProcess> process, std::vector<Completion>* completions)
     : e_(e),
       process_(std::move(process)),
       completions_(completions),
       self_pid_(e.own_header->owner_pid),  // getpid() at set-up: a system call a pair otherwise
-      peer_regions_(process_.pid(), e.peer),
+      peer_regions_(process_->pid(), e.peer),
       way_(kWayRules) {
   mapped_send_ = e_.peer_header->cma_readable.test(e_.outbound_channel);
   cma_send_ = e_.cma_threshold > 0 && mapped_send_;
@@ -106,7 +106,7 @@ std::string ShmConnection::describe() const {
 }
 
 std::string ShmConnection::peerName() const {
-  return format("peer %d (pid %d, same host)", e_.peer, static_cast<int>(process_.pid()));
+  return format("peer %d (pid %d, same host)", e_.peer, static_cast<int>(process_->pid()));
 }
 
 void ShmConnection::complete(uint64_t cookie, Status status) {
@@ -515,7 +515,7 @@ Status ShmConnection::peerStatus(bool check_process) const {
                          e_.peer);
   }
   if (peerClosed()) return peerLostError(format("%s closed the connection", peerName().c_str()), e_.peer);
-  if (check_process && process_.gone()) return peerLostError(format("%s died", peerName().c_str()), e_.peer);
+  if (check_process && process_->gone()) return peerLostError(format("%s died", peerName().c_str()), e_.peer);
   return Status::ok();
 }
 

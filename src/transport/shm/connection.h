@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,7 @@ struct Endpoints {
 
 class ShmConnection : public Connection {
  public:
-  ShmConnection(const Endpoints& e, PeerProcess process, std::vector<Completion>* completions);
+  ShmConnection(const Endpoints& e, std::shared_ptr<const PeerProcess> process, std::vector<Completion>* completions);
 
   int peer() const override { return e_.peer; }
   std::string describe() const override;  // "peer 3 (same host, shm, cma)"
@@ -175,7 +176,7 @@ class ShmConnection : public Connection {
   bool peerClosed() const;
 
   Endpoints e_;
-  PeerProcess process_;
+  std::shared_ptr<const PeerProcess> process_;  // shared with the other plane's connection (layout.h)
   std::vector<Completion>* completions_;
   int32_t self_pid_;       // goes into CMA descriptors
   bool cma_send_ = false;  // the peer may read our memory

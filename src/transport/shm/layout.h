@@ -21,6 +21,13 @@
 // whether the owner may read the sender's memory) is in the header; channel i of a segment
 // is the owner's i-th local peer in rank order.
 //
+// A segment may hold a second plane after the first, page-aligned: a whole layout of its own
+// (header, controls, rings; no board), with its own geometry, doorbell and wake socket, for a
+// second transport (the point-to-point engine's) that runs on its own thread. Its header's offset
+// in the file is in the first header (second_plane). Both planes' peers are then mapped once,
+// watched through one pidfd and probed once, at the first transport's set-up; the second
+// transport's set-up maps nothing (transport.h, createSecondPlane).
+//
 // Counters only grow (head, tail, cma_done), so "full" is head - tail == nslots and no slot is
 // ever ambiguous. Each counter has one writer; the other side reads it with acquire. Fields
 // written by different processes live on different cache lines.
@@ -33,7 +40,7 @@
 namespace coll::transport::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
-inline constexpr uint32_t kLayoutVersion = 8;
+inline constexpr uint32_t kLayoutVersion = 9;
 inline constexpr uint32_t kSlotMagic = 0x544f4c53;                // "SLOT"
 inline constexpr size_t kHeaderBytes = 4096;
 inline constexpr size_t kControlBytes = 128;
@@ -103,6 +110,9 @@ struct SegmentHeader {
   // peer in the same one needs no hello to know it can wake the owner.
   uint64_t net_namespace_dev = 0;
   uint64_t net_namespace_ino = 0;
+  // Version 9. In the first plane's header: the offset of the second plane's header in the
+  // file (0: the segment has none). 0 in a second plane's own header.
+  uint64_t second_plane = 0;
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
 
@@ -182,6 +192,8 @@ struct Geometry {
   // What is reserved when the segment is made: the header, and the board where it is used.
   uint64_t reservedBytes() const { return kHeaderBytes + (board ? kBoardBytes : 0); }
   uint64_t segmentBytes() const { return ringsOffset(nchannels) + ringStride() * nchannels; }
+  // Where a second plane's header goes in a file whose first plane has this geometry.
+  uint64_t secondPlaneOffset() const { return roundUpToPage(segmentBytes()); }
 };
 
 inline ChannelControl* channelAt(void* segment, uint32_t index) {

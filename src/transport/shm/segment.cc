@@ -104,8 +104,10 @@ std::string segmentName(const std::string& secret, const std::string& key_prefix
   return format("/coll-%016llx", static_cast<unsigned long long>(h));
 }
 
-Status createSegment(const std::string& name, const Geometry& g, int host_ranks, Mapping* out) {
-  const size_t fixed = g.reservedBytes(), bytes = g.segmentBytes();
+Status createSegment(const std::string& name, const Geometry& g, int host_ranks, Mapping* out,
+                     const Geometry* second) {
+  const size_t fixed = g.reservedBytes() + (second ? second->reservedBytes() : 0);
+  const size_t bytes = second ? g.secondPlaneOffset() + second->segmentBytes() : g.segmentBytes();
   const ShmSpace space = shmSpace();
   COLL_INFO("INIT", "shared memory: %s, %s reserved of %s for %d local peer(s); %s free (%d ranks on this host need "
             "%s to start)", name.c_str(), formatBytes(fixed).c_str(), formatBytes(bytes).c_str(), host_ranks - 1,
@@ -117,7 +119,9 @@ Status createSegment(const std::string& name, const Geometry& g, int host_ranks,
   if (!fd) return sysError("shm_open", name, errno);
   // The whole length, sparse; only the header (and board) reserved now (the rest: commitRange).
   int err = ::ftruncate(fd.get(), static_cast<off_t>(bytes)) == 0 ? 0 : errno;
-  if (err == 0) err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(fixed));
+  if (err == 0) err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(g.reservedBytes()));
+  if (err == 0 && second)
+    err = ::posix_fallocate(fd.get(), static_cast<off_t>(g.secondPlaneOffset()), static_cast<off_t>(second->reservedBytes()));
   if (err != 0) {
     ::shm_unlink(name.c_str());
     return err == ENOSPC ? tooSmall(g, host_ranks, shmSpace()) : sysError("posix_fallocate", name, err);

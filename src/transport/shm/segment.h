@@ -55,8 +55,10 @@ std::string segmentName(const std::string& secret, const std::string& key_prefix
 // /dev/shm fails here rather than with SIGBUS later, and maps it. The controls and rings stay
 // sparse until commitRange. Fails, naming the space and the knobs, where /dev/shm cannot hold
 // what `host_ranks` ranks (this host's, each making one such segment) need to start and run a
-// ring: every rank of the host decides the same.
-Status createSegment(const std::string& name, const Geometry& g, int host_ranks, Mapping* out);
+// ring: every rank of the host decides the same. `second`: the file also holds a second plane
+// of that geometry at g.secondPlaneOffset() (layout.h), its header reserved too.
+Status createSegment(const std::string& name, const Geometry& g, int host_ranks, Mapping* out,
+                     const Geometry* second = nullptr);
 
 // Reserves the pages of [address, address + bytes) of a mapped segment (MADV_POPULATE_WRITE):
 // the first writer of a ring calls it before its first message, so that a full /dev/shm is

@@ -54,12 +54,37 @@ inline IdlePolicy idlePolicy(const Config& config) {
   return {std::chrono::microseconds(config.shm_spin_us), kYieldPhase, kSleepSlice, 16};
 }
 
+// The segments of this rank and its local peers as mapped: one mapping, one probe and one
+// pidfd a peer, shared by the transports that serve the segments' planes (layout.h). The
+// first plane's transport fills it at its set-up; a second plane's takes it over
+// (createSecondPlane).
+class SegmentFiles {
+ public:
+  struct PeerFile {
+    int rank = -1;
+    Mapping mapping;
+    bool readable = false;  // our probe: we may read its memory (CMA)
+    std::shared_ptr<const PeerProcess> process;
+  };
+  Mapping own;                  // empty where this rank has no local peer
+  std::vector<PeerFile> peers;  // in rank order, as the sorted local peers
+  bool second = false;          // the segments hold a second plane
+  WakeSocket second_wake;       // bound for the second plane; its transport takes it
+  bool second_taken = false;
+};
+
 class ShmTransport : public Transport, public SmallOpBoard {
  public:
-  ShmTransport(const Config& config, const PeerDirectory& dir, std::vector<int> local_peers)
-      : config_(config), dir_(dir), local_peers_(std::move(local_peers)) {
+  // second: the configuration of a second plane every segment is to hold (nullptr: none).
+  ShmTransport(const Config& config, const PeerDirectory& dir, std::vector<int> local_peers,
+               const Config* second = nullptr)
+      : config_(config), dir_(dir), local_peers_(std::move(local_peers)), files_(std::make_shared<SegmentFiles>()) {
     // Channel i of a segment is its owner's i-th local peer in rank order (layout.h).
     std::sort(local_peers_.begin(), local_peers_.end());
+    if (second) {
+      files_->second = true;
+      second_geometry_ = geometryFor(*second, local_peers_.size());
+    }
   }
   ~ShmTransport() override;
 
@@ -79,22 +104,33 @@ class ShmTransport : public Transport, public SmallOpBoard {
                 bool* done) override;
 
   Status setUp(Deadline deadline);
+  // Serves the second plane of segments another transport's setUp mapped: no store traffic.
+  Status adoptSecondPlane(std::shared_ptr<SegmentFiles> files);
+  const std::shared_ptr<SegmentFiles>& files() const { return files_; }
+
+  static Geometry geometryFor(const Config& config, size_t local_peers);
 
  private:
   struct Peer {
     int rank = -1;
-    Mapping mapping;
-    uint32_t channel = 0;  // ours in its segment
-    bool readable = false;  // our probe of its memory
+    uint8_t* base = nullptr;  // the plane of its segment this transport serves
+    uint32_t channel = 0;     // ours in its segment
+    bool readable = false;    // our probe of its memory
+    SegmentHeader* header() const { return reinterpret_cast<SegmentHeader*>(base); }
   };
 
   std::string key(int rank) const { return dir_.key_prefix + "shm/" + std::to_string(rank); }
   Status validatePeers() const;
   Status createOwn();
-  Status mapPeer(Peer& p, Deadline deadline);
+  void writeHeader(SegmentHeader* h, const Geometry& g, WakeSocket& wake, const std::string& wake_for) const;
+  Status mapPeer(size_t index, Deadline deadline);
+  Status checkPlane(const SegmentHeader* h, size_t offset, const SegmentFiles::PeerFile& f) const;
   Status findChannel(Peer& p) const;
-  void probePeer(Peer& p, uint32_t index);
-  void helloWake(Peer& p);
+  void probePeer(size_t index);
+  void helloWake(SegmentHeader* mine, SegmentHeader* theirs, const WakeSocket& from) const;
+  uint8_t* ownBase() const { return own_base_; }
+  SegmentHeader* ownHeader() const { return reinterpret_cast<SegmentHeader*>(own_base_); }
+  SegmentHeader* ownSecondHeader() const { return reinterpret_cast<SegmentHeader*>(files_->own.base() + files_->own.header()->second_plane); }
   void removeNames() const;
   void buildConnections();
   bool pollAll();
@@ -127,7 +163,9 @@ class ShmTransport : public Transport, public SmallOpBoard {
   PeerDirectory dir_;
   std::vector<int> local_peers_;
   Geometry geometry_;
-  Mapping own_;
+  Geometry second_geometry_;  // where files_->second
+  std::shared_ptr<SegmentFiles> files_;
+  uint8_t* own_base_ = nullptr;  // our segment's plane this transport serves; nullptr: no segment
   SegmentHeader private_header_;  // the doorbell when this rank has no segment
   SegmentHeader* self_ = &private_header_;
   WakeSocket wake_;

@@ -12,17 +12,13 @@
 #include "transport/shm/stale_segments.h"
 
 namespace coll::transport::shm {
-namespace {
-
-Geometry geometryFor(const Config& config, size_t local_peers) {
+Geometry ShmTransport::geometryFor(const Config& config, size_t local_peers) {
   Geometry g;
   g.slot_bytes = std::max<uint64_t>((config.shm_slot_bytes + 63) / 64 * 64, 4096);
   g.nslots = static_cast<uint32_t>(std::max(config.shm_nslots, 2));
   g.nchannels = static_cast<uint32_t>(local_peers);
   return g;
 }
-
-}  // namespace
 
 ShmTransport::~ShmTransport() {
   for (ShmConnection* c : polled_) c->close();  // before the mappings go
@@ -46,11 +42,10 @@ Status ShmTransport::setUp(Deadline deadline) {
   if (st && !all_made) st = Status(all_made.code(), "shared memory set-up: " + all_made.message());
   if (st && !local_peers_.empty()) {
     peers_.resize(local_peers_.size());
+    files_->peers.resize(local_peers_.size());
     for (size_t i = 0; i < peers_.size() && st; ++i) {
-      peers_[i].rank = local_peers_[i];
-      st = mapPeer(peers_[i], deadline);
-      if (st) probePeer(peers_[i], static_cast<uint32_t>(i));
-      if (st) helloWake(peers_[i]);
+      st = mapPeer(i, deadline);
+      if (st) probePeer(i);
     }
   }
   // Everyone joins the second barrier even after a failure, so no peer waits out its deadline.
@@ -83,20 +78,40 @@ Status ShmTransport::validatePeers() const {
 Status ShmTransport::createOwn() {
   geometry_ = geometryFor(config_, local_peers_.size());
   geometry_.board = usesBoard();
-  COLL_RETURN_IF_ERROR(
-      createSegment(segmentNameFor(dir_, dir_.rank), geometry_, static_cast<int>(local_peers_.size()) + 1, &own_));
-  auto* h = new (own_.base()) SegmentHeader();
+  const std::string segment = segmentNameFor(dir_, dir_.rank);
+  Mapping& own = files_->own;
+  COLL_RETURN_IF_ERROR(createSegment(segment, geometry_, static_cast<int>(local_peers_.size()) + 1, &own,
+                                     files_->second ? &second_geometry_ : nullptr));
+  if (files_->second) {
+    // The second plane first: a peer reads it only once the first's magic is there.
+    writeHeader(reinterpret_cast<SegmentHeader*>(own.base() + geometry_.secondPlaneOffset()), second_geometry_,
+                files_->second_wake, segment + "/2");
+  }
+  writeHeader(own.header(), geometry_, wake_, segment);
+  if (files_->second) own.header()->second_plane = geometry_.secondPlaneOffset();
+  own_base_ = own.base();
+  self_ = ownHeader();
+  COLL_INFO("SHM", "segment %s: %u peer(s) x %u slots x %s = %s, each ring reserved by its sender's first message%s",
+            segment.c_str(), geometry_.nchannels, geometry_.nslots, formatBytes(geometry_.slot_bytes).c_str(),
+            formatBytes(own.bytes()).c_str(),
+            files_->second ? format(" (with the point-to-point engine's plane: %u slots x %s a peer)",
+                                    second_geometry_.nslots, formatBytes(second_geometry_.slot_bytes).c_str()).c_str() : "");
+  return Status::ok();
+}
+
+// A plane's header, the magic last (with the owner's PID before it: a later job's reclaimer,
+// stale_segments.h, reads those from a segment of an older layout). Binds `wake` for it.
+void ShmTransport::writeHeader(SegmentHeader* at, const Geometry& g, WakeSocket& wake, const std::string& wake_for) const {
+  auto* h = new (at) SegmentHeader();
   h->version = kLayoutVersion;
-  h->nchannels = geometry_.nchannels;
+  h->nchannels = g.nchannels;
   h->owner_rank = dir_.rank;
   h->owner_pid = static_cast<int32_t>(::getpid());
-  // The magic after the owner's PID: a later job's reclaimer (stale_segments.h) reads it
-  // from a segment of an older layout.
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kSegmentMagic;
-  h->slot_bytes = geometry_.slot_bytes;
-  h->nslots = geometry_.nslots;
-  h->channel_stride = geometry_.ringStride();
+  h->slot_bytes = g.slot_bytes;
+  h->nslots = g.nslots;
+  h->channel_stride = g.ringStride();
   cpu_set_t cpus;
   if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0)
     for (int c = 0; c < std::min<int>(CPU_SETSIZE, 1024); ++c)
@@ -107,23 +122,21 @@ Status ShmTransport::createOwn() {
   h->host_ranks = hostRanks();
   // The board and the controls are zeroes in a new file, their starting state: untouched here,
   // so a control takes memory only once its pair talks.
-  const std::string segment = segmentNameFor(dir_, dir_.rank);
-  Status bound = WakeSocket::bind(segment, &wake_);
-  if (bound) std::snprintf(h->wake_name, sizeof h->wake_name, "%s", wakeSocketName(segment).c_str());
+  Status bound = WakeSocket::bind(wake_for, &wake);
+  if (bound) std::snprintf(h->wake_name, sizeof h->wake_name, "%s", wakeSocketName(wake_for).c_str());
   else COLL_INFO("SHM", "%s", bound.message().c_str());
   const NetNamespace net = currentNetNamespace();
   h->net_namespace_dev = net.dev;
   h->net_namespace_ino = net.ino;
-  self_ = h;
-  COLL_INFO("SHM", "segment %s: %u peer(s) x %u slots x %s = %s, each ring reserved by its sender's first message",
-            segmentNameFor(dir_, dir_.rank).c_str(), geometry_.nchannels, geometry_.nslots,
-            formatBytes(geometry_.slot_bytes).c_str(), formatBytes(own_.bytes()).c_str());
-  return Status::ok();
 }
 
-Status ShmTransport::mapPeer(Peer& p, Deadline deadline) {
+// Maps local peer `index`'s segment, checks its planes and finds our channel in it.
+Status ShmTransport::mapPeer(size_t index, Deadline deadline) {
+  Peer& p = peers_[index];
+  SegmentFiles::PeerFile& f = files_->peers[index];
+  p.rank = f.rank = local_peers_[index];
   const std::string name = segmentNameFor(dir_, p.rank);
-  if (Status opened = openSegment(name, &p.mapping); !opened) {
+  if (Status opened = openSegment(name, &f.mapping); !opened) {
     bool told = false;  // a peer that failed said why; check() never waits
     std::string why;
     if (dir_.store->check(key(p.rank), &told, deadline) && told && dir_.store->get(key(p.rank), &why, deadline) &&
@@ -131,20 +144,33 @@ Status ShmTransport::mapPeer(Peer& p, Deadline deadline) {
       return transportError(format("peer %d could not set up shared memory: %s", p.rank, why.c_str() + 6), p.rank);
     return Status(opened.code(), format("peer %d (same host): %s", p.rank, opened.message().c_str()), p.rank);
   }
-  const SegmentHeader* h = p.mapping.header();
-  const Geometry g{h->slot_bytes, h->nslots, h->nchannels};
-  if (h->magic != kSegmentMagic || h->version != kLayoutVersion || h->owner_rank != p.rank ||
-      h->channel_stride != g.ringStride() || h->slot_bytes < 4096 || h->nslots < 2 ||
-      g.segmentBytes() > p.mapping.bytes())
-    return transportError(format("shared memory segment %s of peer %d is not a coll segment of this version",
-                                 name.c_str(), p.rank), p.rank);
+  const SegmentHeader* h = f.mapping.header();
+  const bool second_ok = !files_->second || (h->second_plane >= kHeaderBytes && h->second_plane % kPageBytes == 0 &&
+                                             h->second_plane < f.mapping.bytes());
+  if (!checkPlane(h, 0, f) || !second_ok ||
+      (files_->second && !checkPlane(reinterpret_cast<const SegmentHeader*>(f.mapping.base() + h->second_plane),
+                                     h->second_plane, f)))
+    return transportError(format("shared memory segment %s of peer %d is not a coll segment of this version%s",
+                                 name.c_str(), p.rank, files_->second ? " with two planes" : ""), p.rank);
+  f.process = std::make_shared<const PeerProcess>(h->owner_pid);
+  p.base = f.mapping.base();
   return findChannel(p);
+}
+
+// Whether the plane at `offset` of a peer's file is one of this layout, owned by that peer.
+Status ShmTransport::checkPlane(const SegmentHeader* h, size_t offset, const SegmentFiles::PeerFile& f) const {
+  const Geometry g{h->slot_bytes, h->nslots, h->nchannels};
+  if (h->magic != kSegmentMagic || h->version != kLayoutVersion || h->owner_rank != f.rank ||
+      h->channel_stride != g.ringStride() || h->slot_bytes < 4096 || h->nslots < 2 ||
+      offset + g.segmentBytes() > f.mapping.bytes())
+    return transportError("not a coll segment of this version");
+  return Status::ok();
 }
 
 // Our channel in the peer's segment: our place among its local peers, the host's ranks in rank
 // order without it. Computed, so set-up reads nothing of the peer's but its header.
 Status ShmTransport::findChannel(Peer& p) const {
-  const SegmentHeader* h = p.mapping.header();
+  const SegmentHeader* h = p.header();
   if (h->host_ranks == hostRanks() && h->nchannels == local_peers_.size()) {
     const auto below = std::lower_bound(local_peers_.begin(), local_peers_.end(), dir_.rank) - local_peers_.begin();
     p.channel = static_cast<uint32_t>(below - (p.rank < dir_.rank ? 1 : 0));
@@ -157,12 +183,21 @@ Status ShmTransport::findChannel(Peer& p) const {
 
 // Decides, before the barrier, whether our inbound channel from `p` may carry CMA descriptors;
 // the peer reads the verdict after the barrier.
-void ShmTransport::probePeer(Peer& p, uint32_t index) {
+// Also says hello to its wake sockets (helloWake), so both planes' verdicts are in before the
+// barrier.
+void ShmTransport::probePeer(size_t index) {
+  Peer& p = peers_[index];
+  SegmentFiles::PeerFile& f = files_->peers[index];
+  SegmentHeader* h = f.mapping.header();
+  helloWake(ownHeader(), h, wake_);
+  if (files_->second)
+    helloWake(ownSecondHeader(), reinterpret_cast<SegmentHeader*>(f.mapping.base() + h->second_plane),
+              files_->second_wake);
   if (config_.shm_cma_threshold == 0) return;
-  const SegmentHeader* h = p.mapping.header();
   Status st = probe(h->owner_pid, ProbeTarget{h->probe_address, h->probe_value});
-  p.readable = st.isOk();
-  if (p.readable) own_.header()->cma_readable.set(index);
+  p.readable = f.readable = st.isOk();
+  if (p.readable) ownHeader()->cma_readable.set(static_cast<uint32_t>(index));
+  if (p.readable && files_->second) ownSecondHeader()->cma_readable.set(static_cast<uint32_t>(index));
   if (!p.readable && !logged_no_cma_) {
     logged_no_cma_ = true;
     COLL_INFO("SHM", "cannot read the memory of peer %d (pid %d): %s; large messages from it come through the slots "
@@ -179,14 +214,12 @@ uint64_t ShmTransport::hostRanks() const {
 // A peer we cannot wake in poll() must not wait there: it learns so from its header. Where
 // both network namespaces are known, comparing them tells (wake_socket.h); a datagram, a
 // system call a pair (L² a host), only where one is not.
-void ShmTransport::helloWake(Peer& p) {
-  SegmentHeader* h = p.mapping.header();
+void ShmTransport::helloWake(SegmentHeader* mine, SegmentHeader* h, const WakeSocket& from) const {
   if (!h->wake_name[0]) return;
-  const SegmentHeader* mine = own_.header();
   const bool both_known = mine->net_namespace_ino != 0 && h->net_namespace_ino != 0;
   const bool reachable =
-      wake_ && (both_known ? mine->net_namespace_ino == h->net_namespace_ino && mine->net_namespace_dev == h->net_namespace_dev
-                           : sendWake(wake_.fd(), h->wake_name));
+      from && (both_known ? mine->net_namespace_ino == h->net_namespace_ino && mine->net_namespace_dev == h->net_namespace_dev
+                          : sendWake(from.fd(), h->wake_name));
   if (!reachable) h->wake_unreachable.store(1, std::memory_order_release);
 }
 
@@ -203,23 +236,23 @@ void ShmTransport::removeNames() const {
 
 void ShmTransport::buildConnections() {
   for (Peer& p : peers_) {
-    const SegmentHeader* ph = p.mapping.header();
+    SegmentHeader* ph = p.header();
     uint32_t index = static_cast<uint32_t>(&p - peers_.data());
     Endpoints e;
     e.peer = p.rank;
-    e.inbound = Ring{channelAt(own_.base(), index), ringAt(own_.base(), geometry_.nchannels, geometry_.ringStride(), index),
+    e.inbound = Ring{channelAt(ownBase(), index), ringAt(ownBase(), geometry_.nchannels, geometry_.ringStride(), index),
                      geometry_.slot_bytes, geometry_.nslots};
-    e.outbound = Ring{channelAt(p.mapping.base(), p.channel), ringAt(p.mapping.base(), ph->nchannels, ph->channel_stride, p.channel),
+    e.outbound = Ring{channelAt(p.base, p.channel), ringAt(p.base, ph->nchannels, ph->channel_stride, p.channel),
                       ph->slot_bytes, ph->nslots};
-    e.peer_header = p.mapping.header();
-    e.own_header = own_.header();
+    e.peer_header = ph;
+    e.own_header = ownHeader();
     e.inbound_channel = index;
     e.outbound_channel = p.channel;
     e.read_peer = p.readable;
     e.cma_threshold = config_.shm_cma_threshold;
     e.cma_huge_only = config_.shm_cma_huge_only;
     e.wake_sender = wake_.fd();
-    auto conn = std::make_unique<ShmConnection>(e, PeerProcess(ph->owner_pid), &completions_);
+    auto conn = std::make_unique<ShmConnection>(e, files_->peers[index].process, &completions_);
     COLL_INFO("SHM", "connected to %s", conn->describe().c_str());
     polled_.push_back(conn.get());
     connections_.emplace(p.rank, std::move(conn));
@@ -289,8 +322,8 @@ bool ShmTransport::processCheckDue(Clock::time_point now) {
 int ShmTransport::sharedCores() const {
   int cores = 0;
   for (int w = 0; w < 16; ++w) {
-    uint64_t word = own_.header()->cpus[w];
-    for (const Peer& p : peers_) word |= p.mapping.header()->cpus[w];
+    uint64_t word = ownHeader()->cpus[w];
+    for (const Peer& p : peers_) word |= p.header()->cpus[w];
     cores += __builtin_popcountll(word);
   }
   return cores;
@@ -304,7 +337,7 @@ int ShmTransport::sharedCores() const {
 // receiver has run and read it, so each hop of a ring or chain waits for a descheduled reader.
 // 4 ranks on 2 cores, all-gather of 16 MiB: 3.1-3.2 ms through the slots, 13.7-14.7 by CMA.
 void ShmTransport::decideOversubscribed() {
-  if (!own_) return;
+  if (!ownBase()) return;
   const int cores = sharedCores();
   const size_t ranks = local_peers_.size() + 1;
   if (cores == 0 || ranks <= static_cast<size_t>(cores)) return;
@@ -341,29 +374,45 @@ bool ShmTransport::armForPoll() {
 void ShmTransport::disarmAfterPoll() { self_->doorbell.fd_sleepers.fetch_sub(1, std::memory_order_relaxed); }
 
 void ShmTransport::abort(const std::string& reason) {
-  if (abort_.raise(reason) && own_) {
-    std::snprintf(own_.header()->abort_reason, kReasonBytes, "%s", reason.c_str());
-    own_.header()->aborted.store(1, std::memory_order_release);
+  if (abort_.raise(reason) && ownBase()) {
+    std::snprintf(ownHeader()->abort_reason, kReasonBytes, "%s", reason.c_str());
+    ownHeader()->aborted.store(1, std::memory_order_release);
   }
   for (Peer& p : peers_)
-    if (p.mapping) ring(p.mapping.header(), wake_.fd());
+    if (p.base) ring(p.header(), wake_.fd());
   ring(self_, wake_.fd());  // ourselves, if we wait
 }
 
 uint64_t segmentBytes(const Config& config, size_t local_peers) {
-  return local_peers == 0 ? 0 : geometryFor(config, local_peers).segmentBytes();
+  return local_peers == 0 ? 0 : ShmTransport::geometryFor(config, local_peers).segmentBytes();
 }
 
 std::string segmentNameFor(const PeerDirectory& directory, int rank) {
   return segmentName(directory.secret, directory.key_prefix, rank);
 }
 
-Status createTransport(const Config& config, const PeerDirectory& directory, const std::vector<int>& local_peers,
-                       std::unique_ptr<Transport>* out) {
-  auto t = std::make_unique<ShmTransport>(withCmaPolicy(config, local_peers.size() + 1), directory, local_peers);
+namespace {
+
+Status create(const Config& config, const PeerDirectory& directory, const std::vector<int>& local_peers,
+              const Config* second, std::unique_ptr<Transport>* out, std::shared_ptr<SegmentFiles>* files) {
+  auto t = std::make_unique<ShmTransport>(withCmaPolicy(config, local_peers.size() + 1), directory, local_peers, second);
   COLL_RETURN_IF_ERROR(t->setUp(Clock::now() + config.timeout));
+  if (files) *files = t->files();
   *out = std::move(t);
   return Status::ok();
+}
+
+}  // namespace
+
+Status createTransport(const Config& config, const PeerDirectory& directory, const std::vector<int>& local_peers,
+                       std::unique_ptr<Transport>* out) {
+  return create(config, directory, local_peers, nullptr, out, nullptr);
+}
+
+Status createTransportWithSecondPlane(const Config& config, const PeerDirectory& directory,
+                                      const std::vector<int>& local_peers, const Config& second,
+                                      std::unique_ptr<Transport>* out, std::shared_ptr<SegmentFiles>* files) {
+  return create(config, directory, local_peers, &second, out, files);
 }
 
 }  // namespace coll::transport::shm

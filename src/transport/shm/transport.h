@@ -32,9 +32,25 @@
 
 namespace coll::transport::shm {
 
+class SegmentFiles;  // the mapped segments of a rank and its local peers (shm_transport.h)
+
 // local_peers: the other ranks on this host (not this rank). connect() serves only those.
 Status createTransport(const Config& config, const PeerDirectory& directory, const std::vector<int>& local_peers,
                        std::unique_ptr<Transport>* out);
+
+// As createTransport, and each segment also holds a second plane of channels with `second`'s
+// slots (layout.h), which *files then lets createSecondPlane serve.
+Status createTransportWithSecondPlane(const Config& config, const PeerDirectory& directory,
+                                      const std::vector<int>& local_peers, const Config& second,
+                                      std::unique_ptr<Transport>* out, std::shared_ptr<SegmentFiles>* files);
+
+// A transport over the second plane of the segments createTransport mapped (`files`), for
+// another thread (the point-to-point engine's): its own channels, doorbell, wake socket and
+// abort flag, but no mapping, pidfd, probe or store traffic of its own, and so no set-up to
+// join: ranks that create the first plane with a second create this one each on their own.
+// Once per `files`. local_peers: as given to createTransport.
+Status createSecondPlane(const Config& config, const PeerDirectory& directory, const std::vector<int>& local_peers,
+                         std::shared_ptr<SegmentFiles> files, std::unique_ptr<Transport>* out);
 
 // The length of the segment createTransport makes for a rank with `local_peers` peers on its
 // host (0 with none: no segment), every ring included, though each takes memory only once used.

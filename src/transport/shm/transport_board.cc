@@ -10,10 +10,10 @@
 namespace coll::transport::shm {
 
 void ShmTransport::buildBoard() {
-  if (!own_ || !usesBoard()) return;
+  if (!ownBase() || !usesBoard()) return;
   std::vector<BoardCell*> cells(dir_.size);
-  cells[dir_.rank] = boardAt(own_.base());
-  for (Peer& p : peers_) cells[p.rank] = boardAt(p.mapping.base());
+  cells[dir_.rank] = boardAt(ownBase());
+  for (Peer& p : peers_) cells[p.rank] = boardAt(p.base);
   board_ = std::make_unique<Board>(dir_.rank, std::move(cells));
 }
 
@@ -34,7 +34,7 @@ Status ShmTransport::finish(uint64_t ticket, const BoardCall& call, bool wait, s
   } else if (!quickLook(ticket) && !lookAfterYielding(ticket)) {
     // Peers asleep on this op may now have to wait for our finishing to be rung (combineBoard):
     // ring them for our post instead, in case nobody finishes this op soon.
-    for (Peer& p : peers_) ring(p.mapping.header(), wake_.fd());
+    for (Peer& p : peers_) ring(p.header(), wake_.fd());
     return Status::ok();
   }
   *done = true;
@@ -58,7 +58,7 @@ Status ShmTransport::combineBoard(uint64_t sequence, const BoardCall& call) {
   // sees every post at once and gets here, and by now our post has left the store buffer, so
   // the doorbell's fence costs nothing (doorbell.h: the sleeper looks again after announcing
   // itself, so one of us sees the other).
-  for (Peer& p : peers_) ring(p.mapping.header(), wake_.fd());
+  for (Peer& p : peers_) ring(p.header(), wake_.fd());
   return Status::ok();
 }
 
