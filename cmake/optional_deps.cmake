@@ -53,13 +53,28 @@ if(COLL_WITH_VERBS)
 endif()
 
 # PMIx client (src/bootstrap/pmix_exchange.h): rank 0's rendezvous through the PMIx server of
-# Open MPI's mpirun or Slurm's srun --mpi=pmix. Debian's pmix.pc points at pmix2/lib, which is
-# empty; find_library falls back to /usr/lib/<arch>/libpmix.so.
+# Open MPI's mpirun or Slurm's srun --mpi=pmix. Debian's pmix.pc points at pmix2/lib, whose
+# libpmix.so is also linked from /usr/lib/<arch>, where the loader looks anyway. Only its headers
+# and the library are taken, not its link flags: they carry "-Wl,-rpath" for pmix2/lib, and
+# the RUNPATH every coll binary got from them ended in an empty entry, which the loader reads
+# as the current directory (every library of every rank was first looked for there, in 16
+# subdirectories each: 330 failed opens a process, and a library planted in the working
+# directory would have been loaded).
 set(COLL_HAVE_PMIX OFF)
 option(COLL_WITH_PMIX "Use libpmix when found (launchers with a PMIx server)" ON)
 if(COLL_WITH_PMIX AND PkgConfig_FOUND)
-  pkg_check_modules(PMIX QUIET IMPORTED_TARGET pmix)
+  pkg_check_modules(PMIX QUIET pmix)
   if(PMIX_FOUND)
+    # The loader's own directories first (Debian links libpmix.so there): nothing to add to RUNPATH.
+    find_library(COLL_PMIX_LIBRARY NAMES pmix)
+    if(NOT COLL_PMIX_LIBRARY)
+      find_library(COLL_PMIX_LIBRARY NAMES pmix HINTS ${PMIX_LIBRARY_DIRS})
+    endif()
+  endif()
+  if(PMIX_FOUND AND COLL_PMIX_LIBRARY)
+    add_library(coll_pmix INTERFACE)
+    target_include_directories(coll_pmix SYSTEM INTERFACE ${PMIX_INCLUDE_DIRS})
+    target_link_libraries(coll_pmix INTERFACE ${COLL_PMIX_LIBRARY})
     set(COLL_HAVE_PMIX ON)
   endif()
 endif()
