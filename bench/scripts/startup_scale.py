@@ -32,6 +32,7 @@ import argparse
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -183,27 +184,36 @@ def commands(tool, n, build, hosts, agent):
     raise SystemExit(f"unknown peer {tool}")
 
 
+CALIBRATION_JOBS = 3  # one job's time to ready moved by up to 30 % from one job to the next
+
+
 def calibrate(args):
-    """The machine's speed in this run: one job of args.calibrate ranks on this host, and the
-    factor on coll-sim's CPU costs (measured on another day) that makes its estimate that job's
-    time; the other rows are then predictions. 1.0 where there is no calibration job."""
+    """The machine's speed in this run: the median time to ready of CALIBRATION_JOBS jobs of
+    args.calibrate ranks on this host, and the factor on coll-sim's CPU costs (measured on another
+    day) that makes its estimate that time; the other rows are then predictions. 1.0 where there
+    is no calibration job."""
     if args.calibrate <= 0 or args.no_sim:
         return 1.0
     n = args.calibrate
     command, program = commands("coll", n, args.build, 1, None)
     env = dict(os.environ, COLL_DEBUG="INFO", COLL_DEBUG_SUBSYS="INIT")
-    _, rc, _, _, log, launched, _ = run_job(command, program, args.timeout, env)
-    ready = ready_seconds(log, launched, n) if rc == 0 else None
-    if not ready:
-        print(f"# calibration: the {n}-rank job failed (exit {rc}); coll-sim at its default costs", flush=True)
-        return 1.0
+    times = []
+    for _ in range(CALIBRATION_JOBS):
+        _, rc, _, _, log, launched, _ = run_job(command, program, args.timeout, env)
+        ready = ready_seconds(log, launched, n) if rc == 0 else None
+        if not ready:
+            print(f"# calibration: a {n}-rank job failed (exit {rc}); coll-sim at its default costs", flush=True)
+            return 1.0
+        times.append(ready)
+    ready = statistics.median(times)
     scale = 1.0
     for _ in range(2):  # nearly linear in the factor; a second pass takes up what is not
         sim = simulated(args.build, n, 1, scale)
         if not sim:
             return 1.0
         scale *= ready / sim[0]
-    print(f"# calibration: {n} ranks on this host ready in {ready:.2f} s; coll-sim's CPU costs x {scale:.2f} "
+    print(f"# calibration: {n} ranks on this host ready in {ready:.2f} s (the median of "
+          f"{', '.join(f'{t:.2f}' for t in times)}); coll-sim's CPU costs x {scale:.2f} "
           f"(--cpu-scale) make its estimate that; every sim column below uses them", flush=True)
     return scale
 
