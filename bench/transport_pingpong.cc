@@ -8,6 +8,9 @@
 //   transport_pingpong [--transports shm,shm-slots,socket] [--iters 20000] [--stream-bytes 1G]
 //   transport_pingpong --ranks 4    a token passed around 4 ranks (per-hop latency, which
 //                                   shows how waiting ranks share cores) and a ring shift
+//   transport_pingpong --bystanders 254   ping-pong of ranks 0 and 1 while 254 more ranks of the
+//                                   host take part in the set-up, then wait (blocked, off the cores)
+//                                   and exchange nothing: what a peer nobody talks to costs
 // COLL_SHM_* and COLL_SOCKET_* apply as usual (read once through Config).
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +40,7 @@ using transport::Deadline;
 struct Options {
   std::vector<std::string> transports{"shm", "shm-slots", "socket"};
   int ranks = 2;
+  int bystanders = 0;
   int iters = 20000;
   size_t stream_bytes = size_t(1) << 30;  // per size
 };
@@ -177,7 +181,8 @@ double ringShift(Link& l, size_t bytes, size_t total) {
   return static_cast<double>(bytes) * count / std::chrono::duration<double>(Clock::now() - start).count() / 1e9;
 }
 
-Link makeLink(const std::string& kind, int rank, int n, const std::string& address, const std::string& secret) {
+Link makeLink(const std::string& kind, int rank, int n, int workers, const std::string& address, const std::string& secret,
+              std::unique_ptr<bootstrap::StoreClient>* kept) {
   Link l;
   l.rank = rank;
   l.n = n;
@@ -195,13 +200,18 @@ Link makeLink(const std::string& kind, int rank, int n, const std::string& addre
                                : transport::shm::createTransport(c, dir, others, &l.t);
   if (!st) die(kind + ": " + st.message());
   // The socket transport's lower rank accepts: connect in rank order so nobody waits in a cycle.
-  int a = (rank + n - 1) % n, b = (rank + 1) % n;
-  for (int peer : {std::min(a, b), std::max(a, b)})
-    if (!(st = l.t->connect(peer, deadline, peer == a ? &l.left : &l.right))) die("connect: " + st.message());
-  if (a == b) l.right = l.left;
-  l.conn = l.right;
+  // With bystanders only the workers connect, each pair to its partner.
+  if (n == workers) {
+    int a = (rank + n - 1) % n, b = (rank + 1) % n;
+    for (int peer : {std::min(a, b), std::max(a, b)})
+      if (!(st = l.t->connect(peer, deadline, peer == a ? &l.left : &l.right))) die("connect: " + st.message());
+    if (a == b) l.right = l.left;
+    l.conn = l.right;
+  } else if (rank < workers && !(st = l.t->connect(rank ^ 1, deadline, &l.conn))) {
+    die("connect: " + st.message());
+  }
   if (!(st = store->barrier(dir.key_prefix + "go", n, deadline))) die("barrier: " + st.message());
-  store.release();  // the store outlives the link (the socket transport may ask it again); freed at exit
+  *kept = std::move(store);  // the store outlives the link (the socket transport may ask it again)
   return l;
 }
 
@@ -217,8 +227,26 @@ void runRing(const Options& o, const std::string& kind, Link& l) {
   std::fflush(stdout);
 }
 
+// Ranks 0 and 1 ping-pong small messages while the bystanders wait in a store barrier.
+void runBeside(const Options& o, const std::string& kind, Link& l, bootstrap::StoreClient& store) {
+  const int n = o.ranks + o.bystanders;
+  if (l.rank < 2) {
+    for (size_t bytes : {size_t(8), size_t(4096), size_t(64 << 10)}) {
+      double us = pingPong(l, bytes, bytes > 4096 ? o.iters / 4 : o.iters);
+      if (l.rank == 0)
+        std::printf("%-10s ping-pong beside %d idle local peers %8s  %8.2f us one-way\n", kind.c_str(), o.bystanders,
+                    formatBytes(bytes).c_str(), us);
+    }
+    std::fflush(stdout);
+  }
+  Status st = store.barrier("pingpong/" + kind + "/done", n, Clock::now() + std::chrono::seconds(600));
+  if (!st) die("barrier: " + st.message());
+}
+
 void runRank(const Options& o, const std::string& kind, int rank, const std::string& address, const std::string& secret) {
-  Link l = makeLink(kind, rank, o.ranks, address, secret);
+  std::unique_ptr<bootstrap::StoreClient> store;
+  Link l = makeLink(kind, rank, o.ranks + o.bystanders, o.ranks, address, secret, &store);
+  if (o.bystanders > 0) return runBeside(o, kind, l, *store);
   if (o.ranks > 2) return runRing(o, kind, l);
   for (size_t bytes : {size_t(8), size_t(4096), size_t(64 << 10), size_t(128 << 10), size_t(256 << 10)}) {
     double us = pingPong(l, bytes, bytes > 4096 ? o.iters / 4 : o.iters);
@@ -242,8 +270,8 @@ void runPair(const Options& o, const std::string& kind) {
   if (!bootstrap::StoreServer::start("127.0.0.1", 0, secret, &server)) die("cannot start the store");
   std::string address = "127.0.0.1:" + std::to_string(server->port());
   std::fflush(stdout);
-  std::vector<pid_t> pids(o.ranks);
-  for (int r = 0; r < o.ranks; ++r) {
+  std::vector<pid_t> pids(o.ranks + o.bystanders);
+  for (int r = 0; r < o.ranks + o.bystanders; ++r) {
     pids[r] = ::fork();
     if (pids[r] == 0) {
       runRank(o, kind, r, address, secret);
@@ -268,12 +296,15 @@ Options parse(int argc, char** argv) {
       for (std::string t; std::getline(ss, t, ',');) o.transports.push_back(t);
     } else if (k == "--ranks") {
       o.ranks = std::max(2, std::atoi(v.c_str()));
+    } else if (k == "--bystanders") {
+      o.bystanders = std::max(0, std::atoi(v.c_str()));
     } else if (k == "--iters") {
       o.iters = std::atoi(v.c_str());
     } else if (k == "--stream-bytes") {
       o.stream_bytes = std::strtoull(v.c_str(), nullptr, 10) << (v.back() == 'G' ? 30 : v.back() == 'M' ? 20 : 0);
     } else {
-      die("usage: transport_pingpong [--transports shm,shm-slots,socket] [--ranks N] [--iters N] [--stream-bytes 1G]");
+      die("usage: transport_pingpong [--transports shm,shm-slots,socket] [--ranks N] [--bystanders K] [--iters N] "
+          "[--stream-bytes 1G]");
     }
   }
   return o;
@@ -283,6 +314,7 @@ Options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
+  if (o.bystanders > 0) o.ranks = 2;  // a pair beside them
   for (const std::string& kind : o.transports) runPair(o, kind);
   return 0;
 }

@@ -118,6 +118,7 @@ void ShmConnection::postSend(const void* data, size_t bytes, uint64_t tag, uint6
   SendRequest s{static_cast<const uint8_t*>(data), bytes, tag, cookie, false, bytes};
   s.cma = sendsByDescriptor(data, bytes, &s.region);
   sends_.push_back(s);
+  enlist();
   if (sends_.size() == 1) pushSends();
 }
 
@@ -173,6 +174,7 @@ void ShmConnection::postSendCopying(const void* data, void* copy, size_t bytes, 
   s.cma = sendsByDescriptor(data, bytes, &s.region);
   s.copy_to = static_cast<uint8_t*>(copy);
   sends_.push_back(s);
+  enlist();
   if (sends_.size() == 1) pushSends();
 }
 
@@ -185,6 +187,7 @@ void ShmConnection::postRecvReduce(void* data, const void* operand, size_t bytes
   r.op = op;
   r.stream = streaming_receives_;
   recvs_.push_back(r);
+  enlist();
   if (recvs_.size() == 1) pullRecvs(SIZE_MAX, true);
 }
 
@@ -202,6 +205,7 @@ void ShmConnection::postRecvReduceForward(void* data, const void* operand, size_
   r.stream = streaming_receives_;
   r.forward = &sends_.back();  // deque elements stay where they are while others come and go
   recvs_.push_back(r);
+  enlist();
   if (recvs_.size() == 1) pullRecvs(SIZE_MAX, true);
 }
 
@@ -210,6 +214,7 @@ void ShmConnection::postRecv(void* data, size_t bytes, uint64_t tag, uint64_t co
   RecvRequest r{static_cast<uint8_t*>(data), bytes, tag, cookie};
   r.stream = streaming_receives_;
   recvs_.push_back(r);
+  enlist();
   if (recvs_.size() == 1) pullRecvs(SIZE_MAX, true);
 }
 

@@ -75,6 +75,12 @@ class ShmConnection : public Connection {
 
   // Moves what can move now. True if anything did (a slot written or read, a send finished).
   bool poll();
+  // The transport's list of connections with requests outstanding, the only ones its progress
+  // polls: one with none has nothing to move (what its peer writes waits in the ring until a
+  // receive is posted), so a local peer nobody talks to costs a rank's progress nothing. Every
+  // post joins it; the transport drops a connection after a poll that left it idle (delist).
+  void setActiveList(std::vector<ShmConnection*>* list) { active_list_ = list; }
+  void delist() { listed_ = false; }
   // For a connection with requests outstanding that made no progress: fails it if the peer
   // aborted or closed its end, or (check_process, a system call) its process died.
   void checkPeer(bool check_process);
@@ -172,6 +178,11 @@ class ShmConnection : public Connection {
   bool peerBegan();  // started, or the peer marked the pair in use (and now we start)
   bool usable() { return failure_.isOk() && start(); }
   void tellPeer();
+  void enlist() {
+    if (listed_ || !active_list_) return;
+    listed_ = true;
+    active_list_->push_back(this);
+  }
   std::string peerName() const;  // "peer 2 (pid 1234, same host)"
   bool peerClosed() const;
 
@@ -200,6 +211,8 @@ class ShmConnection : public Connection {
   TimedChoice way_;             // outbound, busy senders from huge pages: slots (first) or CMA (second)
   OpWay op_;
   bool read_cma_ = false;       // poll(): the last slot read was a CMA piece
+  std::vector<ShmConnection*>* active_list_ = nullptr;  // setActiveList
+  bool listed_ = false;                                 // in it
 };
 
 }  // namespace coll::transport::shm

@@ -137,10 +137,11 @@ class ShmTransport : public Transport, public SmallOpBoard {
   void checkPeers(Clock::time_point now);
   // Whether this sweep looks for dead processes (every kSleepSlice).
   bool processCheckDue(Clock::time_point now);
-  // visit(connection, check_process) for each connection `waited(connection)` selects, from
-  // the one whose turn it is; check_process for the first kDeathChecksPerSweep of them.
+  // visit(connection, check_process) for each connection of `among` that `waited(connection)`
+  // selects, from the one whose turn it is; check_process for the first kDeathChecksPerSweep.
   template <typename Waited, typename Visit>
-  Status sweepPeers(bool check_process, Waited waited, Visit visit);
+  Status sweepPeers(const std::vector<ShmConnection*>& among, CheckTurns& turns, bool check_process, Waited waited,
+                    Visit visit);
   // quiet(): nothing arrived meanwhile, so sleeping is safe (the doorbell's last look).
   template <typename Quiet>
   void pause(const IdleWait& idle, Clock::time_point now, Deadline until, Quiet quiet);
@@ -172,12 +173,14 @@ class ShmTransport : public Transport, public SmallOpBoard {
   bool fd_wait_ok_ = false;  // peers can wake us in poll() (wake_socket.h)
   std::vector<Peer> peers_;  // parallel to local_peers_; fixed after setUp (abort() reads it)
   std::map<int, std::unique_ptr<ShmConnection>> connections_;
-  std::vector<ShmConnection*> polled_;
+  std::vector<ShmConnection*> all_;     // every connection, in peer order
+  std::vector<ShmConnection*> active_;  // those with requests outstanding: pollAll polls these
   std::vector<Completion> completions_;
   std::unique_ptr<Board> board_;  // where every rank of the communicator is on this host
   uint64_t board_ops_ = 0;
   Clock::time_point next_liveness_check_{};
-  CheckTurns death_checks_{kDeathChecksPerSweep};  // over polled_
+  CheckTurns board_checks_{kDeathChecksPerSweep};   // over all_, waiting on the board
+  CheckTurns active_checks_{kDeathChecksPerSweep};  // over active_, waiting on messages
   bool logged_no_cma_ = false;
   AbortSignal abort_;
 };
@@ -185,9 +188,10 @@ class ShmTransport : public Transport, public SmallOpBoard {
 // --- templates both files use ----------------------------------------------------------
 
 template <typename Waited, typename Visit>
-Status ShmTransport::sweepPeers(bool check_process, Waited waited, Visit visit) {
-  return death_checks_.sweep(polled_.size(), check_process, [&](size_t i) { return waited(*polled_[i]); },
-                             [&](size_t i, bool check) { return visit(*polled_[i], check); });
+Status ShmTransport::sweepPeers(const std::vector<ShmConnection*>& among, CheckTurns& turns, bool check_process,
+                                Waited waited, Visit visit) {
+  return turns.sweep(among.size(), check_process, [&](size_t i) { return waited(*among[i]); },
+                     [&](size_t i, bool check) { return visit(*among[i], check); });
 }
 
 template <typename Quiet>

@@ -12,7 +12,8 @@
 // freed when the last process mapping it exits. A rank that fails during set-up still joins
 // the barrier (publishing "error:<why>" instead of a name), so nobody waits for it in vain.
 //
-// Waiting (progress): poll every channel; with nothing done, spin COLL_SHM_SPIN µs, then
+// Waiting (progress): poll every channel with requests outstanding (one with none has nothing
+// to move, so a local peer nobody talks to costs nothing here); with nothing done, spin COLL_SHM_SPIN µs, then
 // sched_yield a few times, then sleep on this rank's futex doorbell, which peers ring after
 // writing to us, freeing our slots or reading our CMA sends; sleeps last at most 50 ms, after
 // which the transport checks whether the peers it waits for are still alive. So 4 ranks on

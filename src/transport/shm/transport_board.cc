@@ -117,7 +117,7 @@ Status ShmTransport::waitForBoard(uint64_t sequence, std::chrono::nanoseconds ti
 // of another op, which it cannot have done after posting this one and finishing it)?
 Status ShmTransport::boardPeersStatus(uint64_t sequence, Clock::time_point now, TagTest other_op) {
   auto waited = [&](const ShmConnection& c) { return !board_->posted(c.peer(), sequence); };
-  return sweepPeers(processCheckDue(now), waited, [&](ShmConnection& c, bool check_process) {
+  return sweepPeers(all_, board_checks_, processCheckDue(now), waited, [&](ShmConnection& c, bool check_process) {
     COLL_RETURN_IF_ERROR(c.peerStatus(check_process));
     uint64_t tag = 0, bytes = 0;
     const int rank = c.peer();
