@@ -146,7 +146,7 @@ Status ShmTransport::mapPeer(size_t index, Deadline deadline) {
   }
   const SegmentHeader* h = f.mapping.header();
   const bool second_ok = !files_->second || (h->second_plane >= kHeaderBytes && h->second_plane % kPageBytes == 0 &&
-                                             h->second_plane < f.mapping.bytes());
+                                             h->second_plane + kHeaderBytes <= f.mapping.bytes());
   if (!checkPlane(h, 0, f) || !second_ok ||
       (files_->second && !checkPlane(reinterpret_cast<const SegmentHeader*>(f.mapping.base() + h->second_plane),
                                      h->second_plane, f)))
