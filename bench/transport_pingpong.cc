@@ -11,6 +11,9 @@
 //   transport_pingpong --bystanders 254   ping-pong of ranks 0 and 1 while 254 more ranks of the
 //                                   host take part in the set-up, then wait (blocked, off the cores)
 //                                   and exchange nothing: what a peer nobody talks to costs
+//   --transports shm-engine    the second plane of the segments, as the point-to-point engine
+//                                   gets it; with --bystanders, ranks 0 and 1 keep a receive posted
+//                                   on every bystander's connection, as the engine does
 // COLL_SHM_* and COLL_SOCKET_* apply as usual (read once through Config).
 #include <sys/wait.h>
 #include <unistd.h>
@@ -196,8 +199,17 @@ Link makeLink(const std::string& kind, int rank, int n, int workers, const std::
   std::vector<int> others;
   for (int r = 0; r < n; ++r)
     if (r != rank) others.push_back(r);
-  Status st = kind == "socket" ? transport::socket::createTransport(c, dir, &l.t)
-                               : transport::shm::createTransport(c, dir, others, &l.t);
+  Status st;
+  if (kind == "socket") {
+    st = transport::socket::createTransport(c, dir, &l.t);
+  } else if (kind == "shm-engine") {
+    static std::unique_ptr<transport::Transport> first;  // the collectives' plane, kept to the exit
+    std::shared_ptr<transport::shm::SegmentFiles> files;
+    st = transport::shm::createTransportWithSecondPlane(c, dir, others, c, &first, &files);
+    if (st) st = transport::shm::createSecondPlane(c, dir, others, files, &l.t);
+  } else {
+    st = transport::shm::createTransport(c, dir, others, &l.t);
+  }
   if (!st) die(kind + ": " + st.message());
   // The socket transport's lower rank accepts: connect in rank order so nobody waits in a cycle.
   // With bystanders only the workers connect, each pair to its partner.
@@ -230,6 +242,14 @@ void runRing(const Options& o, const std::string& kind, Link& l) {
 // Ranks 0 and 1 ping-pong small messages while the bystanders wait in a store barrier.
 void runBeside(const Options& o, const std::string& kind, Link& l, bootstrap::StoreClient& store) {
   const int n = o.ranks + o.bystanders;
+  static std::vector<uint64_t> never(static_cast<size_t>(n));
+  if (l.rank < 2 && kind == "shm-engine") {
+    for (int peer = 2; peer < n; ++peer) {  // the engine's envelope receives, which nobody answers
+      transport::Connection* c = nullptr;
+      if (!l.t->connect(peer, Clock::now() + std::chrono::seconds(30), &c)) die("connect");
+      c->postRecv(&never[static_cast<size_t>(peer)], sizeof(uint64_t), 99, 1'000'000 + peer);
+    }
+  }
   if (l.rank < 2) {
     for (size_t bytes : {size_t(8), size_t(4096), size_t(64 << 10)}) {
       double us = pingPong(l, bytes, bytes > 4096 ? o.iters / 4 : o.iters);

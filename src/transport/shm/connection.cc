@@ -265,6 +265,14 @@ bool ShmConnection::outboundFull() {
 
 void ShmConnection::publishSlot() {
   e_.outbound.control->head.store(++head_, kRelease);
+  notifyPeer();
+}
+
+void ShmConnection::notifyPeer() {
+  if (e_.parks) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (e_.peer_header->parked.test(e_.outbound_channel)) e_.peer_header->news.set(e_.outbound_channel);
+  }
   ring(e_.peer_header, e_.wake_sender);
 }
 
@@ -556,7 +564,30 @@ void ShmConnection::close() {
 
 void ShmConnection::tellPeer() {
   e_.own_header->gone.set(e_.inbound_channel);
-  ring(e_.peer_header, e_.wake_sender);
+  notifyPeer();
+}
+
+bool ShmConnection::park(bool moved) {
+  if (!e_.parks) return false;
+  if (moved) {
+    still_polls_ = 0;
+    return false;
+  }
+  if (++still_polls_ < kParkAfterPolls) return false;
+  still_polls_ = 0;
+  if (!failure_.isOk() || recvs_.empty() || !sends_.empty() || !cma_waiting_.empty()) return false;
+  e_.own_header->parked.set(e_.inbound_channel);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // The peer's first use marks the pair in use before its first message; later ones move head.
+  const bool arrived = started_ ? e_.inbound.control->head.load(kAcquire) != tail_
+                                : e_.own_header->in_use.test(e_.inbound_channel);
+  if (arrived || e_.peer_header->aborted.load(kAcquire) || peerClosed()) {
+    e_.own_header->parked.clear(e_.inbound_channel);
+    return false;
+  }
+  parked_ = true;
+  listed_ = false;
+  return true;
 }
 
 }  // namespace coll::transport::shm

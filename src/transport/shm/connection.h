@@ -50,6 +50,7 @@ struct Endpoints {
   size_t cma_threshold = 0;              // 0: never use CMA for our sends
   bool cma_huge_only = false;            // ... and then only from huge pages (huge_pages.h)
   int wake_sender = -1;                  // our wake socket: rings the peer waiting in poll()
+  bool parks = false;                    // both ends park idle receives (layout.h: parked, news)
 };
 
 class ShmConnection : public Connection {
@@ -81,6 +82,17 @@ class ShmConnection : public Connection {
   // post joins it; the transport drops a connection after a poll that left it idle (delist).
   void setActiveList(std::vector<ShmConnection*>* list) { active_list_ = list; }
   void delist() { listed_ = false; }
+  // Where the pair parks receives (Endpoints::parks): after a poll that moved nothing, a
+  // connection whose only requests are receives with nothing to read leaves the list and marks
+  // its channel parked; the peer's next message (or its closing or abort) sets the channel's
+  // news bit, and the transport resumes it. False where it has other work or something arrived.
+  // Called after every poll; parks only after kParkAfterPolls polls in a row moved nothing, so
+  // a pair exchanging messages keeps polling between them (parking at once cost a ping-pong
+  // 0.15-0.2 us a message: the mark, the news and the resume each time).
+  bool park(bool moved);
+  bool parked() const { return parked_; }
+  static constexpr uint32_t kParkAfterPolls = 256;
+  void resume() { enlist(); }
   // For a connection with requests outstanding that made no progress: fails it if the peer
   // aborted or closed its end, or (check_process, a system call) its process died.
   void checkPeer(bool check_process);
@@ -180,9 +192,16 @@ class ShmConnection : public Connection {
   void tellPeer();
   void enlist() {
     if (listed_ || !active_list_) return;
+    if (parked_) {
+      parked_ = false;
+      e_.own_header->parked.clear(e_.inbound_channel);
+    }
     listed_ = true;
     active_list_->push_back(this);
   }
+  // Rings the peer; first, where it parks, tells it our channel has news if it parked it. After
+  // what we published (the fence pairs with park()'s: it sees our message or we see its mark).
+  void notifyPeer();
   std::string peerName() const;  // "peer 2 (pid 1234, same host)"
   bool peerClosed() const;
 
@@ -213,6 +232,8 @@ class ShmConnection : public Connection {
   bool read_cma_ = false;       // poll(): the last slot read was a CMA piece
   std::vector<ShmConnection*>* active_list_ = nullptr;  // setActiveList
   bool listed_ = false;                                 // in it
+  bool parked_ = false;                                 // out of it, our channel marked parked
+  uint32_t still_polls_ = 0;                            // polls in a row that moved nothing
 };
 
 }  // namespace coll::transport::shm

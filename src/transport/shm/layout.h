@@ -64,8 +64,15 @@ struct ChannelBits {
   alignas(64) std::atomic<uint64_t> words[kMaxChannels / 64] = {};
 
   void set(uint32_t channel) { words[channel / 64].fetch_or(uint64_t{1} << (channel % 64), std::memory_order_release); }
+  void clear(uint32_t channel) {
+    words[channel / 64].fetch_and(~(uint64_t{1} << (channel % 64)), std::memory_order_release);
+  }
   bool test(uint32_t channel) const {
     return (words[channel / 64].load(std::memory_order_acquire) >> (channel % 64)) & 1;
+  }
+  // The bits of word w, cleared (one load where none is set).
+  uint64_t take(size_t w) {
+    return words[w].load(std::memory_order_relaxed) == 0 ? 0 : words[w].exchange(0, std::memory_order_acq_rel);
   }
 };
 
@@ -113,6 +120,13 @@ struct SegmentHeader {
   // Version 9. In the first plane's header: the offset of the second plane's header in the
   // file (0: the segment has none). 0 in a second plane's own header.
   uint64_t second_plane = 0;
+  // Where the owner parks receives (the second plane: the point-to-point engine keeps one posted
+  // on every channel): set by the owner while it has stopped polling channel i, whose only
+  // requests are receives with nothing to read; channel i's sender, after publishing a message,
+  // giving the pair up or aborting, sees it and sets news bit i, and the owner polls the channel
+  // again (ShmConnection::park, ShmTransport::takeNews).
+  ChannelBits parked;
+  ChannelBits news;
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
 

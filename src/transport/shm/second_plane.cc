@@ -15,6 +15,7 @@ Status ShmTransport::adoptSecondPlane(std::shared_ptr<SegmentFiles> files) {
                                                         : "its local peers differ"));
   files->second_taken = true;
   files_ = std::move(files);
+  parks_ = true;  // the engine keeps a receive posted on every channel
   if (!files_->own) return Status::ok();  // no local peer: nothing to serve
   own_base_ = files_->own.base() + files_->own.header()->second_plane;
   self_ = ownHeader();

@@ -134,6 +134,7 @@ class ShmTransport : public Transport, public SmallOpBoard {
   void removeNames() const;
   void buildConnections();
   bool pollAll();
+  void takeNews();
   void checkPeers(Clock::time_point now);
   // Whether this sweep looks for dead processes (every kSleepSlice).
   bool processCheckDue(Clock::time_point now);
@@ -181,6 +182,8 @@ class ShmTransport : public Transport, public SmallOpBoard {
   Clock::time_point next_liveness_check_{};
   CheckTurns board_checks_{kDeathChecksPerSweep};   // over all_, waiting on the board
   CheckTurns active_checks_{kDeathChecksPerSweep};  // over active_, waiting on messages
+  CheckTurns parked_checks_{kDeathChecksPerSweep};  // over all_, the parked ones
+  bool parks_ = false;  // receives park (the second plane's transport: layout.h)
   bool logged_no_cma_ = false;
   AbortSignal abort_;
 };

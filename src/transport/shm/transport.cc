@@ -252,6 +252,7 @@ void ShmTransport::buildConnections() {
     e.cma_threshold = config_.shm_cma_threshold;
     e.cma_huge_only = config_.shm_cma_huge_only;
     e.wake_sender = wake_.fd();
+    e.parks = parks_;
     auto conn = std::make_unique<ShmConnection>(e, files_->peers[index].process, &completions_);
     COLL_INFO("SHM", "connected to %s", conn->describe().c_str());
     conn->setActiveList(&active_);
@@ -299,27 +300,54 @@ Status ShmTransport::progress(std::vector<Completion>* out, Deadline until) {
 // leaves idle drops out until its next post. With 254 idle local peers, ranks 0 and 1's 8 B
 // ping-pong took 3.9-4.0 us one-way polling every connection, against 0.5-0.8 us beside one
 // (bench/transport_pingpong --bystanders).
+// Where receives park (the second plane), a connection that only waits for a message leaves too,
+// and comes back when its peer marks news: beside 254 idle local peers, each with the engine's
+// receive posted, every round otherwise polled them all.
 bool ShmTransport::pollAll() {
+  if (parks_) takeNews();
   bool moved = false;
   for (size_t i = 0; i < active_.size();) {
     ShmConnection* c = active_[i];
-    moved |= c->poll();
-    if (!c->idle()) {
+    const bool c_moved = c->poll();
+    moved |= c_moved;
+    if (c->idle()) {
+      c->delist();
+    } else if (!c->park(c_moved)) {
       ++i;
       continue;
     }
-    c->delist();
     active_[i] = active_.back();
     active_.pop_back();
   }
   return moved;
 }
 
+// Resumes the parked connections whose peers marked news since the last look.
+void ShmTransport::takeNews() {
+  ChannelBits& news = ownHeader()->news;
+  for (size_t w = 0; w * 64 < all_.size(); ++w)
+    for (uint64_t bits = news.take(w); bits != 0; bits &= bits - 1) {
+      const size_t i = w * 64 + static_cast<size_t>(__builtin_ctzll(bits));
+      if (i < all_.size()) all_[i]->resume();
+    }
+}
+
 // Flags (aborted, closed) on every idle round: a few loads. Process death every sleep slice,
 // for kDeathChecksPerSweep of the connections with requests outstanding.
+// Parked connections every sleep slice: a peer that aborted or closed marked news, but a dead one
+// could not.
 void ShmTransport::checkPeers(Clock::time_point now) {
-  (void)sweepPeers(active_, active_checks_, processCheckDue(now), [](const ShmConnection& c) { return c.watched(); },
+  const bool due = processCheckDue(now);
+  (void)sweepPeers(active_, active_checks_, due, [](const ShmConnection& c) { return c.watched(); },
                    [](ShmConnection& c, bool check_process) {
+                     c.checkPeer(check_process);
+                     return Status::ok();
+                   });
+  if (!parks_ || !due) return;
+  (void)sweepPeers(all_, parked_checks_, true, [](const ShmConnection& c) { return c.parked(); },
+                   [](ShmConnection& c, bool check_process) {
+                     if (c.peerStatus(check_process).isOk()) return Status::ok();
+                     c.resume();
                      c.checkPeer(check_process);
                      return Status::ok();
                    });
@@ -393,8 +421,12 @@ void ShmTransport::abort(const std::string& reason) {
     std::snprintf(ownHeader()->abort_reason, kReasonBytes, "%s", reason.c_str());
     ownHeader()->aborted.store(1, std::memory_order_release);
   }
-  for (Peer& p : peers_)
-    if (p.base) ring(p.header(), wake_.fd());
+  if (parks_) std::atomic_thread_fence(std::memory_order_seq_cst);  // after our aborted flag
+  for (Peer& p : peers_) {
+    if (!p.base) continue;
+    if (parks_ && p.header()->parked.test(p.channel)) p.header()->news.set(p.channel);
+    ring(p.header(), wake_.fd());
+  }
   ring(self_, wake_.fd());  // ourselves, if we wait
 }
 
