@@ -27,7 +27,6 @@ Status ShmTransport::adoptSecondPlane(std::shared_ptr<SegmentFiles> files) {
     Peer& p = peers_[i];
     p.rank = f.rank;
     p.base = f.mapping.base() + f.mapping.header()->second_plane;
-    p.readable = f.readable;
     COLL_RETURN_IF_ERROR(findChannel(p));
   }
   fd_wait_ok_ = wake_ && self_->wake_unreachable.load(std::memory_order_acquire) == 0;

@@ -115,7 +115,6 @@ class ShmTransport : public Transport, public SmallOpBoard {
     int rank = -1;
     uint8_t* base = nullptr;  // the plane of its segment this transport serves
     uint32_t channel = 0;     // ours in its segment
-    bool readable = false;    // our probe of its memory
     SegmentHeader* header() const { return reinterpret_cast<SegmentHeader*>(base); }
   };
 

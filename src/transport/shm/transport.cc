@@ -186,7 +186,6 @@ Status ShmTransport::findChannel(Peer& p) const {
 // Also says hello to its wake sockets (helloWake), so both planes' verdicts are in before the
 // barrier.
 void ShmTransport::probePeer(size_t index) {
-  Peer& p = peers_[index];
   SegmentFiles::PeerFile& f = files_->peers[index];
   SegmentHeader* h = f.mapping.header();
   helloWake(ownHeader(), h, wake_);
@@ -195,13 +194,13 @@ void ShmTransport::probePeer(size_t index) {
               files_->second_wake);
   if (config_.shm_cma_threshold == 0) return;
   Status st = probe(h->owner_pid, ProbeTarget{h->probe_address, h->probe_value});
-  p.readable = f.readable = st.isOk();
-  if (p.readable) ownHeader()->cma_readable.set(static_cast<uint32_t>(index));
-  if (p.readable && files_->second) ownSecondHeader()->cma_readable.set(static_cast<uint32_t>(index));
-  if (!p.readable && !logged_no_cma_) {
+  f.readable = st.isOk();
+  if (f.readable) ownHeader()->cma_readable.set(static_cast<uint32_t>(index));
+  if (f.readable && files_->second) ownSecondHeader()->cma_readable.set(static_cast<uint32_t>(index));
+  if (!f.readable && !logged_no_cma_) {
     logged_no_cma_ = true;
     COLL_INFO("SHM", "cannot read the memory of peer %d (pid %d): %s; large messages from it come through the slots "
-              "(two copies)", p.rank, h->owner_pid, st.message().c_str());
+              "(two copies)", f.rank, h->owner_pid, st.message().c_str());
   }
 }
 
@@ -248,7 +247,7 @@ void ShmTransport::buildConnections() {
     e.own_header = ownHeader();
     e.inbound_channel = index;
     e.outbound_channel = p.channel;
-    e.read_peer = p.readable;
+    e.read_peer = files_->peers[index].readable;
     e.cma_threshold = config_.shm_cma_threshold;
     e.cma_huge_only = config_.shm_cma_huge_only;
     e.wake_sender = wake_.fd();
