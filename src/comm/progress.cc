@@ -1,6 +1,8 @@
 // Who runs a communicator's ops, one at a time in issue order: the progress thread, or a thread
 // waiting on a Work, which runs the ops queued up to its own (work_state.h says why). Both
 // take engine_mu_ before popping an op, so ops start in issue order whoever runs them.
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -69,6 +71,7 @@ void CommunicatorImpl::complete(OpRequest& op, const std::optional<Error>& error
 }
 
 void CommunicatorImpl::progressLoop() {
+  ::pthread_setname_np(::pthread_self(), "coll-progress");  // top, perf and soaks tell it apart
   for (;;) {
     if (!config_.inline_ops) spinUntil([&] { return queued_.load(std::memory_order_acquire) > 0; });
     {
