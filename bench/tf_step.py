@@ -12,11 +12,16 @@ SGD, the same data, the same custom loop (a tf.function step; model.fit fails un
 MultiWorkerMirroredStrategy in Keras 3.15); rank 0 prints "step_ms X forward_ms Y params Z" (medians of --steps steps
 after --warmup).
 
---mode coll-parts takes coll's step apart: the ranks lined up (a one-element all-reduce), each
-computes its gradients (forward and backward, all ranks at once, as in the step), then
-all-reduces them; rank 0 prints "backward_ms X allreduce_ms Y": the slowest rank's gradients
-(medians, the largest over the ranks) and the all-reduce on the rank that waited least for the
-others (medians, the smallest over the ranks).
+--mode coll-parts takes coll's step apart: the step DistributedOptimizer(SGD) makes, with
+clocks inside the tf.function between its three parts: the gradients (forward and backward),
+their all-reduce, the update (held until every all-reduce has ended, so that each part is timed
+alone: in the plain step the first buckets' updates may overlap the last bucket's all-reduce). Rank 0 prints "backward_ms A allreduce_ms B update_ms C
+parts_step_ms S": the slowest rank's gradients and update, the all-reduce of the rank that
+waited least for the others, the slowest rank's step (medians). Also "largest_bytes L
+early_bytes E": the largest variable (its gradient is one tensor, which the backward pass
+makes whole: its all-reduce cannot start before, nor its update end before the all-reduce) and
+the variables whose gradients the backward pass makes before it (the layers after it), which
+could cross the wire while it is computed.
 """
 import argparse
 import json
@@ -69,36 +74,50 @@ def forward_ms(model, x):
 
 def coll_parts(args, model, per_example, x, y, rank, n):
     """--mode coll-parts (see above)."""
+    import keras
     import tensorflow as tf
     import coll.tensorflow as ct
     from coll.tensorflow import fusion
 
-    @tf.function
-    def gradients(xb, yb):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(per_example(yb, model(xb, training=True)))
-        return tape.gradient(loss, model.trainable_variables)
+    opt = keras.optimizers.SGD(0.01)  # what DistributedOptimizer(SGD) does, with clocks between
+    variables = model.trainable_variables
 
     @tf.function
-    def allreduce(grads):
-        return tf.add_n([tf.reduce_sum(g[:1]) for g in fusion.allreduce_many(list(grads), op="avg")])
+    def train_step(xb, yb):
+        t0 = tf.timestamp()
+        with tf.control_dependencies([t0]):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(per_example(yb, model(xb, training=True)))
+            grads = tape.gradient(loss, variables)
+        with tf.control_dependencies(grads):
+            t1 = tf.timestamp()  # every gradient exists
+        averaged = fusion.allreduce_many(list(grads), op="avg")
+        with tf.control_dependencies(averaged):
+            t2 = tf.timestamp()  # every all-reduce has ended
+        with tf.control_dependencies([t2]):  # else the first buckets' updates overlap the last all-reduce
+            averaged = [tf.identity(g) for g in averaged]
+        opt.apply(averaged, variables)
+        with tf.control_dependencies([tf.reduce_sum(v[:1]) for v in variables]):  # read after the update
+            t3 = tf.timestamp()
+        return tf.stack([t1 - t0, t2 - t1, t3 - t2]) * 1e3
 
-    one = tf.ones([1])
-    xb, yb = x[rank * args.batch:(rank + 1) * args.batch], y[rank * args.batch:(rank + 1) * args.batch]
-    back, red = [], []
-    for _ in range(args.warmup + args.steps):
-        ct.allreduce(one).numpy()  # every rank starts its gradients at once, as in a step
+    mine = x.reshape(-1, n, args.batch, 64)[:, rank]
+    labels = y.reshape(-1, n, args.batch)[:, rank]
+    parts, steps = [], []
+    for k in range(args.warmup + args.steps):
         t0 = time.perf_counter()
-        grads = gradients(xb, yb)
-        t1 = time.perf_counter()
-        allreduce(grads).numpy()
-        back.append((t1 - t0) * 1e3)
-        red.append((time.perf_counter() - t1) * 1e3)
-    mine = tf.constant([statistics.median(back[args.warmup:]), -statistics.median(red[args.warmup:])], tf.float64)
-    slowest = ct.allreduce(mine, op="max").numpy()
+        parts.append(train_step(mine[k], labels[k]).numpy())
+        steps.append((time.perf_counter() - t0) * 1e3)
+    med = [statistics.median(p[i] for p in parts[args.warmup:]) for i in range(3)]
+    # The slowest rank's gradients and update; the all-reduce of the rank that waited least.
+    got = ct.allreduce(tf.constant([med[0], -med[1], med[2], statistics.median(steps[args.warmup:])], tf.float64),
+                       op="max").numpy()
+    sizes = [int(v.numpy().nbytes) for v in variables]
+    largest = max(range(len(sizes)), key=sizes.__getitem__)
     if rank == 0:
-        print(f"mode coll-parts ranks {n} batch {args.batch} backward_ms {slowest[0]:.1f} "
-              f"allreduce_ms {-slowest[1]:.1f}", flush=True)
+        print(f"mode coll-parts ranks {n} batch {args.batch} backward_ms {got[0]:.1f} allreduce_ms {-got[1]:.1f} "
+              f"update_ms {got[2]:.1f} parts_step_ms {got[3]:.1f} largest_bytes {sizes[largest]} "
+              f"early_bytes {sum(sizes[largest + 1:])} params {model.count_params()}", flush=True)
 
 
 def main():

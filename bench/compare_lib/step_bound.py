@@ -39,6 +39,14 @@ def wire_ms(hosts, grad_bytes, rate):
     return 2 * (hosts - 1) / hosts * grad_bytes / rate * 1e3
 
 
+def bound_ms(scn, forward_ms, grad_bytes):
+    """The bound (above) in ms, or None where there is none (one host, no figures)."""
+    hosts, link = getattr(scn, "hosts", 1), rate_bytes(getattr(scn, "rate", None))
+    if hosts < 2 or not link or not grad_bytes or not forward_ms:
+        return None
+    return forward_ms + wire_ms(hosts, grad_bytes, link)
+
+
 def bound_lines(scn, steps, forward_ms, grad_bytes, ring_rates, width=44):
     """Lines for a mode's table: the bound at the link rate and the ceiling at the measured
     rate, each with every system's step over it. steps: {system: median step ms or None}."""
