@@ -5,10 +5,11 @@ what a training job's are; --batch 2 makes the step bound by them.
 
 OMP_NUM_THREADS=1: the ranks share this machine's cores, and torch's own thread pool per rank
 would oversubscribe them further, whichever backend."""
+import re
 import statistics
 
 from .common import ROOT, number_after, torch_env, torch_has_coll, torch_version, write_mode_table
-from .step_bound import bound_lines, ring_rate
+from .step_bound import bound_lines, bound_ms, ring_rate, wire_ms
 
 BACKENDS = ["coll", "gloo"]
 
@@ -19,6 +20,10 @@ def add_args(p):
                    help="the DDP step instead of the collectives (--local N or --netcluster H --per-host R)")
     g.add_argument("--batch", type=int, default=32, help="per rank (2: the step bound by communication)")
     g.add_argument("--steps", type=int, default=5, help="timed steps per launch, after 2 untimed")
+    g.add_argument("--ddp-parts", action="store_true",
+                   help="each round also times coll's buckets (torch_ddp_step.py --parts): when each is issued, "
+                        "and what the step does after the last; the table adds the ceiling with the step's own "
+                        "compute")
 
 
 
@@ -33,11 +38,25 @@ def ddp_steps(scn, out, log):
     got = {(b, k): [] for b in BACKENDS for k in ("step_ms", "forward_ms", "params")}
     errors = []
     ring_rates = []
+    parts = []  # per round: (issue ms of each bucket, bytes of each, tail ms)
     for rnd in range(args.rounds):
         ring_rates.append(ring_rate(scn))
-        for backend in BACKENDS[rnd % 2:] + BACKENDS[:rnd % 2]:
+        runs = BACKENDS[rnd % 2:] + BACKENDS[:rnd % 2] + (["coll-parts"] if args.ddp_parts else [])
+        for run in runs:
+            backend = run.split("-")[0]
             cmd = [py, str(ROOT / "bench/torch_ddp_step.py"), "--backend", backend,
                    "--steps", str(args.steps), "--warmup", "2", "--batch", str(args.batch)]
+            if run == "coll-parts":
+                cmd.append("--parts")
+                rc, text = scn.launch_ranks(cmd, args.timeout, {**torch_env(py, scn.build, backend),
+                                                                "OMP_NUM_THREADS": "1"})
+                got_parts = bucket_parts(text)
+                if rc != 0 or not got_parts:
+                    errors.append(f"round {rnd + 1} coll-parts: exit {rc}\n" + "\n".join(text.splitlines()[-10:]))
+                else:
+                    parts.append(got_parts)
+                log(f"[{scn.name}] round {rnd + 1} ddp coll-parts: " + ("ok" if rc == 0 else f"exit {rc}"))
+                continue
             env = {**torch_env(py, scn.build, backend), "OMP_NUM_THREADS": "1"}
             rc, text = scn.launch_ranks(cmd, args.timeout, env)
             step, fwd = number_after(text, "step_ms"), number_after(text, "forward_ms")
@@ -61,6 +80,10 @@ def ddp_steps(scn, out, log):
     forwards = [x for x in (med[("coll", "forward_ms")], med[("gloo", "forward_ms")]) if x]
     lines += bound_lines(scn, {"coll": med[("coll", "step_ms")], "gloo": med[("gloo", "step_ms")]},
                          min(forwards) if forwards else None, params * 4 if params else None, ring_rates, width=40)
+    if parts:
+        lines += parts_lines(scn, parts, {"coll": med[("coll", "step_ms")], "gloo": med[("gloo", "step_ms")]},
+                             [r for r in ring_rates if r],
+                             bound_ms(scn, min(forwards) if forwards else None, params * 4 if params else None))
     for (backend, key), v in sorted(got.items()):
         if key != "params":
             lines.append(f"# {key} {backend}, each round: " + " ".join(cell(x) for x in v))
@@ -68,3 +91,44 @@ def ddp_steps(scn, out, log):
         lines.append("# bare TCP ring, each round (MB/s a stream): " +
                      " ".join(f"{r / 1e6:.1f}" if r else "-" for r in ring_rates))
     return write_mode_table(out, f"{scn.name}_ddp", lines, errors)
+
+
+def bucket_parts(text):
+    """(issue ms of each bucket, bytes of each, tail ms) from a --parts run's line, or None."""
+    m = re.search(r"issue_ms ([0-9.,]+) bucket_bytes ([0-9,]+) tail_ms ([0-9.]+)", text)
+    if not m:
+        return None
+    return [float(x) for x in m[1].split(",")], [int(x) for x in m[2].split(",")], float(m[3])
+
+
+def parts_lines(scn, parts, steps, rates, bound):
+    """--ddp-parts: the ceiling with the step's own compute. DDP hands bucket k to the backend
+    at issue_k (the backward pass has made its gradients), and the step goes on tail ms after
+    the last all-reduce (the copy back into the gradients, the optimizer's step). With the wire
+    never idle after issue_k and every byte at the bare-TCP rate, the step ends no sooner than
+    issue_k + the wire time of buckets k.. + tail, for every k: the largest of these is a
+    ceiling that counts what the 2 shared cores make the backward pass and the tail cost."""
+    hosts = getattr(scn, "hosts", 1)
+    shapes = {len(p[0]) for p in parts}
+    if hosts < 2 or not rates or len(shapes) != 1:
+        return ["# --ddp-parts: no ceiling (one host, no bare-TCP rate, or the rounds' buckets differ)"]
+    n = shapes.pop()
+    issue = [statistics.median(p[0][k] for p in parts) for k in range(n)]
+    sizes, tail = parts[0][1], statistics.median(p[2] for p in parts)
+    rate = statistics.median(rates)
+    ends = [issue[k] + wire_ms(hosts, sum(sizes[k:]), rate) for k in range(n)]
+    k = max(range(n), key=ends.__getitem__)
+    total = ends[k] + tail
+    lines = ["# coll's buckets (--ddp-parts, medians of the rounds): issued at " +
+             ", ".join(f"{t:.1f}" for t in issue) + " ms, of " + ", ".join(f"{b / 1e6:.1f}" for b in sizes) +
+             f" MB; after the last all-reduce the step takes {tail:.1f} ms more",
+             f"{'ceiling with the step compute (ms)':<40} {total:>10.1f}   (bucket {k} issued at {issue[k]:.1f} + "
+             f"buckets {k}.. at bare TCP {ends[k] - issue[k]:.1f} + the tail {tail:.1f})",
+             f"{'step / ceiling with the step compute':<40} " +
+             " ".join(f"{(s / total):>10.3f}" if s else f"{'-':>10}" for s in steps.values())]
+    if bound:
+        lines.append(f"{'  that ceiling / the bound':<40} {total / bound:>10.3f}   (the goal: a step within 1.10 of "
+                     f"the bound, {1.10 * bound:.1f} ms)")
+    lines.append("# --ddp-parts each round: " + "; ".join(
+        "issue " + ",".join(f"{t:.1f}" for t in p[0]) + f" tail {p[2]:.1f}" for p in parts))
+    return lines
