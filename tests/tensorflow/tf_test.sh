@@ -3,7 +3,9 @@
 # scikit-build-core) into a fresh venv that sees the registry's TensorFlow (COLL_VENV_TF, made by
 # tools/dev.sh; its site-packages made visible through a .pth file), `python -m coll` saying
 # coll.tensorflow is usable, then tests/tensorflow/ops_check.py under collrun at 2 and 3 ranks,
-# tests/tensorflow/launch_check.py under Open MPI, MPICH, a torchrun-style environment and srun
+# tests/tensorflow/stall_check.py (an op only rank 0 calls: the ledger's report) at 3, the
+# ImportError under another TensorFlow version, tests/tensorflow/launch_check.py under Open MPI,
+# MPICH, a torchrun-style environment and srun
 # (2 netcluster hosts of a real Slurm), and tests/tensorflow/keras_check.py (Keras training
 # against one process) at 4.
 # usage: tf_test.sh SOURCE_DIR COLLRUN
@@ -47,6 +49,27 @@ for n in 2 3; do
   grep "^\[0\] rank 0:" "$work/ops$n.txt"
   [[ $(count "ops_check: ok" "$work/ops$n.txt") == "$n" ]] || { cat "$work/ops$n.txt"; exit 1; }
 done
+echo "== stall_check.py on 3 ranks: an all-reduce only rank 0 calls fails by COLL_TIMEOUT, the ledger naming the others"
+COLL_TIMEOUT=3 OMP_NUM_THREADS=1 timeout 120 "$collrun" -n 3 "$work/venv/bin/python" \
+  "$src/tests/tensorflow/stall_check.py" >"$work/stall.txt" 2>&1 || { cat "$work/stall.txt"; exit 1; }
+grep "^\[0\] rank 0: stall_check" "$work/stall.txt"
+[[ $(count "stall_check: ok" "$work/stall.txt") == 3 ]] || { cat "$work/stall.txt"; exit 1; }
+
+echo "== another TensorFlow than the one coll.tensorflow was built for: ImportError naming both"
+"$work/venv/bin/python" - >"$work/version.txt" 2>&1 <<'PY' || { cat "$work/version.txt"; exit 1; }
+import tensorflow as tf
+built = tf.__version__
+tf.__version__ = "2.0.0"  # as if the environment's TensorFlow had changed since coll was built
+try:
+    import coll.tensorflow  # noqa: F401
+except ImportError as e:
+    assert f"built for TensorFlow {built}" in str(e) and "TensorFlow 2.0.0 is installed" in str(e), str(e)
+    print(f"version mismatch: ok: {e}")
+else:
+    raise SystemExit("coll.tensorflow imported under another TensorFlow than it was built for")
+PY
+cat "$work/version.txt"
+
 echo "== launch_check.py on 2 ranks under Open MPI, MPICH and a torchrun-style environment"
 launch() {  # name, then the command; every rank must say "launch ok"
   local name=$1; shift
