@@ -42,18 +42,21 @@ echo "== python -m coll"
 "$work/venv/bin/python" -m coll | tee "$work/info.txt"
 grep -q "coll.tensorflow: ok" "$work/info.txt"
 
+# CHECK (tests/tensorflow/CHECK.py) on N ranks under collrun, COLL_TIMEOUT seconds an op, the
+# whole within LIMIT seconds; every rank must say "CHECK: ok".
+ranks_check() {
+  local check=$1 n=$2 coll_timeout=$3 limit=$4 out=$work/$1-$2.txt
+  COLL_TIMEOUT=$coll_timeout OMP_NUM_THREADS=1 timeout "$limit" "$collrun" -n "$n" "$work/venv/bin/python" \
+    "$src/tests/tensorflow/$check.py" >"$out" 2>&1 || { cat "$out"; exit 1; }
+  grep "^\[0\] rank 0:" "$out"
+  [[ $(count "$check: ok" "$out") == "$n" ]] || { cat "$out"; exit 1; }
+}
 for n in 2 3; do
   echo "== ops_check.py on $n ranks (collrun)"
-  COLL_TIMEOUT=60 OMP_NUM_THREADS=1 timeout 600 "$collrun" -n "$n" "$work/venv/bin/python" \
-    "$src/tests/tensorflow/ops_check.py" >"$work/ops$n.txt" 2>&1 || { cat "$work/ops$n.txt"; exit 1; }
-  grep "^\[0\] rank 0:" "$work/ops$n.txt"
-  [[ $(count "ops_check: ok" "$work/ops$n.txt") == "$n" ]] || { cat "$work/ops$n.txt"; exit 1; }
+  ranks_check ops_check "$n" 60 600
 done
 echo "== stall_check.py on 3 ranks: an all-reduce only rank 0 calls fails by COLL_TIMEOUT, the ledger naming the others"
-COLL_TIMEOUT=3 OMP_NUM_THREADS=1 timeout 120 "$collrun" -n 3 "$work/venv/bin/python" \
-  "$src/tests/tensorflow/stall_check.py" >"$work/stall.txt" 2>&1 || { cat "$work/stall.txt"; exit 1; }
-grep "^\[0\] rank 0: stall_check" "$work/stall.txt"
-[[ $(count "stall_check: ok" "$work/stall.txt") == 3 ]] || { cat "$work/stall.txt"; exit 1; }
+ranks_check stall_check 3 3 120
 
 echo "== another TensorFlow than the one coll.tensorflow was built for: ImportError naming both"
 "$work/venv/bin/python" - >"$work/version.txt" 2>&1 <<'PY' || { cat "$work/version.txt"; exit 1; }
@@ -96,8 +99,5 @@ else
 fi
 
 echo "== keras_check.py on 4 ranks: model.fit and a custom loop against one process on the global batch"
-COLL_TIMEOUT=120 OMP_NUM_THREADS=1 timeout 900 "$collrun" -n 4 "$work/venv/bin/python" \
-  "$src/tests/tensorflow/keras_check.py" >"$work/keras.txt" 2>&1 || { cat "$work/keras.txt"; exit 1; }
-grep "^\[0\] rank 0:" "$work/keras.txt"
-[[ $(count "keras_check: ok" "$work/keras.txt") == 4 ]] || { cat "$work/keras.txt"; exit 1; }
+ranks_check keras_check 4 120 900
 echo "tensorflow test: ok"
