@@ -4,7 +4,8 @@
 
 Every op, dtype (float16, bfloat16, float32, float64, int32, int64) and reduction, in eager mode
 and inside tf.function, at odd sizes; all-gather with ranks that differ in the first dimension;
-special values (inf, nan, -0.0) through min/max/sum; bad input refused before anything is sent;
+special values (inf, nan, -0.0) through min/max/sum; allreduce_many's buckets, "auto" among them;
+bad input refused before anything is sent;
 gradients against finite differences of the global loss; shapes that differ across ranks failing
 on every rank with coll's mismatch error. Each rank computes every rank's input
 itself (a function of the rank), so the reference needs no communication. Prints
@@ -61,6 +62,33 @@ def reductions(r, n):
             want = reference([data(k, shape, dtype) for k in range(n)], op)
             for mode, f in modes(lambda t: ct.allreduce(t, op=op)):
                 check(f(x), want, f"allreduce {op} {dtype.name} {mode}", dtype)
+
+
+def buckets(r, n):
+    """allreduce_many (the gradients' path) in buckets: sized by hand, tiny, and "auto" (from this
+    job's links, the same size on every rank), mixed dtypes and odd sizes against numpy."""
+    from coll.tensorflow import bucket_size, fusion
+    assert bucket_size.plan(0.0, 1e9) == bucket_size.MIN_BYTES
+    assert bucket_size.plan(1.0, 1e9) == bucket_size.MAX_BYTES
+    assert bucket_size.plan(1e-3, 1e8) == int(1e-3 * 1e8 * 19), bucket_size.plan(1e-3, 1e8)
+    auto = bucket_size.auto_bucket_bytes()
+    every = ct.allgather(tf.constant([auto], tf.int64)).numpy()
+    assert (every == auto).all(), f"ranks cut different buckets: {every}"
+    specs = [((1001,), tf.float32), ((3, 7), tf.float32), ((5,), tf.int32), ((300, 301), tf.float32), ((2,), tf.float64)]
+    xs = [tf.constant(data(r, s, d, salt=i), dtype=d) for i, (s, d) in enumerate(specs)]
+    for size in ("auto", 64, fusion.DEFAULT_BUCKET_BYTES):
+        for mode, f in modes(lambda ts: fusion.allreduce_many(list(ts), op="sum", bucket_bytes=size)):
+            for i, (got, (shape, dtype)) in enumerate(zip(f(xs), specs)):
+                want = reference([data(k, shape, dtype, salt=i) for k in range(n)], "sum")
+                check(got, want, f"allreduce_many bucket_bytes={size} tensor {i} {mode}", dtype)
+    for bad in (0, -1, "big"):
+        try:
+            fusion.allreduce_many(xs, bucket_bytes=bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"bucket_bytes={bad!r} was not refused")
+    print(f"rank {r}: buckets: auto cut at {auto} bytes (alpha {bucket_size.measured()[0] * 1e6:.0f} us, "
+          f"{bucket_size.measured()[1] / 1e9:.2f} GB/s)", flush=True)
 
 
 def data_movement(r, n):
@@ -151,7 +179,7 @@ def mismatch(r, n):
 def main():
     ct.init()
     r, n = ct.rank(), ct.size()
-    for section in (reductions, data_movement, special_values, bad_input, gradients, mismatch):
+    for section in (reductions, buckets, data_movement, special_values, bad_input, gradients, mismatch):
         try:
             section(r, n)
         except Exception as e:

@@ -11,12 +11,12 @@ its own gradients, so the first one starts while the earlier layers' gradients a
 computed (coll's ops are stateful, so TensorFlow runs them in program order: a bucket of the
 first layers issued first would hold back every other).
 A bucket holds tensors of one dtype, up to `bucket_bytes` (a tensor larger than that is a
-bucket of its own). `compression` ("fp16" or "bf16") casts floating-point buckets down for the
+bucket of its own; "auto": sized from this job's links, bucket_size.py). `compression` ("fp16" or "bf16") casts floating-point buckets down for the
 wire and back after, halving the bytes sent (not exact: the sum is rounded to that precision).
 """
 import tensorflow as tf
 
-from . import ops
+from . import bucket_size, ops
 
 DEFAULT_BUCKET_BYTES = 25 << 20  # as torch's DDP
 COMPRESSIONS = {None: None, "none": None, "fp16": tf.float16, "bf16": tf.bfloat16}
@@ -40,14 +40,22 @@ def _buckets(tensors, bucket_bytes):
     return out
 
 
+def check_bucket_bytes(bucket_bytes):
+    if bucket_bytes != "auto" and not (isinstance(bucket_bytes, int) and bucket_bytes > 0):
+        raise ValueError(f"coll.tensorflow: bucket_bytes {bucket_bytes!r} is neither a positive int nor 'auto'")
+
+
 def allreduce_many(tensors, op="avg", bucket_bytes=DEFAULT_BUCKET_BYTES, compression=None):
     """Every tensor of the list all-reduced with `op`, in buckets; None entries stay None and
     IndexedSlices (an embedding's sparse gradient) are made dense first."""
     if compression not in COMPRESSIONS:
         raise ValueError(f"coll.tensorflow: compression {compression!r} is not one of fp16, bf16, none")
+    check_bucket_bytes(bucket_bytes)
     wire = COMPRESSIONS[compression]
     if ops.size() == 1:  # one rank: each gradient is already its own average, nothing to copy
         return [None if t is None else tf.convert_to_tensor(t) for t in tensors]
+    if bucket_bytes == "auto":
+        bucket_bytes = bucket_size.auto_bucket_bytes()
     result = list(tensors)
     present = [i for i, t in enumerate(tensors) if t is not None]
     dense = [tf.convert_to_tensor(tensors[i]) for i in present]
