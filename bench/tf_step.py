@@ -41,6 +41,7 @@ def parse():
     p.add_argument("--width", type=int, default=4096)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--bucket-bytes", default=str(25 << 20), help="coll: DistributedOptimizer's (an int, or auto)")
     return p.parse_args()
 
 
@@ -120,6 +121,13 @@ def coll_parts(args, model, per_example, x, y, rank, n):
               f"early_bytes {sum(sizes[largest + 1:])} params {model.count_params()}", flush=True)
 
 
+def auto_buckets():
+    """What bucket_bytes="auto" measured and cut."""
+    from coll.tensorflow import bucket_size
+    alpha, rate = bucket_size.measured()
+    return f" (alpha {alpha * 1e6:.0f} us, {rate / 1e6:.1f} MB/s: {bucket_size.plan(alpha, rate)} bytes)"
+
+
 def main():
     args = parse()
     rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -140,7 +148,8 @@ def main():
         import coll.tensorflow as ct
         ct.init()
         model = build(args.width)
-        opt = ct.DistributedOptimizer(keras.optimizers.SGD(0.01))  # gradients averaged over the ranks
+        buckets = args.bucket_bytes if args.bucket_bytes == "auto" else int(args.bucket_bytes)
+        opt = ct.DistributedOptimizer(keras.optimizers.SGD(0.01), bucket_bytes=buckets)  # averaged over the ranks
 
         @tf.function
         def train_step(xb, yb):
@@ -184,7 +193,8 @@ def main():
     fwd = forward_ms(model, x[:args.batch])
     if rank == 0:
         print(f"mode {args.mode} ranks {n} batch {args.batch} step_ms {step:.1f} forward_ms {fwd:.1f} "
-              f"params {model.count_params()}", flush=True)
+              f"params {model.count_params()}" + (f" buckets {args.bucket_bytes}" if args.mode == "coll" else "") +
+              (auto_buckets() if args.mode == "coll" and args.bucket_bytes == "auto" else ""), flush=True)
 
 
 if __name__ == "__main__":
