@@ -16,8 +16,9 @@ after --warmup).
 clocks inside the tf.function between its three parts: the gradients (forward and backward),
 their all-reduce, the update (held until every all-reduce has ended, so that each part is timed
 alone: in the plain step the first buckets' updates may overlap the last bucket's all-reduce). Rank 0 prints "backward_ms A allreduce_ms B update_ms C
-parts_step_ms S": the slowest rank's gradients and update, the all-reduce of the rank that
-waited least for the others, the slowest rank's step (medians). Also "largest_bytes L
+parts_step_ms S big_ready_ms R": the slowest rank's gradients and update, the all-reduce of
+the rank that waited least for the others, the slowest rank's step, and when the slowest rank's
+largest gradient existed (medians). Also "largest_bytes L
 early_bytes E": the largest variable (its gradient is one tensor, which the backward pass
 makes whole: its all-reduce cannot start before, nor its update end before the all-reduce) and
 the variables whose gradients the backward pass makes before it (the layers after it), which
@@ -82,6 +83,9 @@ def coll_parts(args, model, per_example, x, y, rank, n):
 
     opt = keras.optimizers.SGD(0.01)  # what DistributedOptimizer(SGD) does, with clocks between
     variables = model.trainable_variables
+    sizes = [int(v.numpy().nbytes) for v in variables]
+    largest = max(range(len(sizes)), key=sizes.__getitem__)
+    buckets = args.bucket_bytes if args.bucket_bytes == "auto" else int(args.bucket_bytes)
 
     @tf.function
     def train_step(xb, yb):
@@ -90,9 +94,11 @@ def coll_parts(args, model, per_example, x, y, rank, n):
             with tf.GradientTape() as tape:
                 loss = tf.reduce_mean(per_example(yb, model(xb, training=True)))
             grads = tape.gradient(loss, variables)
+        with tf.control_dependencies([grads[largest]]):
+            t_big = tf.timestamp()  # the largest variable's gradient exists (the backward pass goes on)
         with tf.control_dependencies(grads):
             t1 = tf.timestamp()  # every gradient exists
-        averaged = fusion.allreduce_many(list(grads), op="avg")
+        averaged = fusion.allreduce_many(list(grads), op="avg", bucket_bytes=buckets)
         with tf.control_dependencies(averaged):
             t2 = tf.timestamp()  # every all-reduce has ended
         with tf.control_dependencies([t2]):  # else the first buckets' updates overlap the last all-reduce
@@ -100,7 +106,7 @@ def coll_parts(args, model, per_example, x, y, rank, n):
         opt.apply(averaged, variables)
         with tf.control_dependencies([tf.reduce_sum(v[:1]) for v in variables]):  # read after the update
             t3 = tf.timestamp()
-        return tf.stack([t1 - t0, t2 - t1, t3 - t2]) * 1e3
+        return tf.stack([t1 - t0, t2 - t1, t3 - t2, t_big - t0]) * 1e3
 
     mine = x.reshape(-1, n, args.batch, 64)[:, rank]
     labels = y.reshape(-1, n, args.batch)[:, rank]
@@ -109,20 +115,21 @@ def coll_parts(args, model, per_example, x, y, rank, n):
         t0 = time.perf_counter()
         parts.append(train_step(mine[k], labels[k]).numpy())
         steps.append((time.perf_counter() - t0) * 1e3)
-    med = [statistics.median(p[i] for p in parts[args.warmup:]) for i in range(3)]
-    # The slowest rank's gradients and update; the all-reduce of the rank that waited least.
-    got = ct.allreduce(tf.constant([med[0], -med[1], med[2], statistics.median(steps[args.warmup:])], tf.float64),
-                       op="max").numpy()
-    sizes = [int(v.numpy().nbytes) for v in variables]
-    largest = max(range(len(sizes)), key=sizes.__getitem__)
+    med = [statistics.median(p[i] for p in parts[args.warmup:]) for i in range(4)]
+    # The slowest rank's gradients, update and largest gradient; the all-reduce of the rank that
+    # waited least.
+    got = ct.allreduce(tf.constant([med[0], -med[1], med[2], statistics.median(steps[args.warmup:]), med[3]],
+                                   tf.float64), op="max").numpy()
     if rank == 0:
         print(f"mode coll-parts ranks {n} batch {args.batch} backward_ms {got[0]:.1f} allreduce_ms {-got[1]:.1f} "
-              f"update_ms {got[2]:.1f} parts_step_ms {got[3]:.1f} largest_bytes {sizes[largest]} "
-              f"early_bytes {sum(sizes[largest + 1:])} params {model.count_params()}", flush=True)
+              f"update_ms {got[2]:.1f} parts_step_ms {got[3]:.1f} big_ready_ms {got[4]:.1f} "
+              f"largest_bytes {sizes[largest]} early_bytes {sum(sizes[largest + 1:])} params {model.count_params()}",
+              flush=True)
 
 
 def auto_buckets():
-    """What bucket_bytes="auto" measured and cut."""
+    """What bucket_bytes="auto" measured and cut: rank 0 alone calls this, which is safe only
+    because the step's first apply has probed (a collective every rank made) and cached it."""
     from coll.tensorflow import bucket_size
     alpha, rate = bucket_size.measured()
     return f" (alpha {alpha * 1e6:.0f} us, {rate / 1e6:.1f} MB/s: {bucket_size.plan(alpha, rate)} bytes)"

@@ -81,12 +81,17 @@ def buckets(r, n):
             for i, (got, (shape, dtype)) in enumerate(zip(f(xs), specs)):
                 want = reference([data(k, shape, dtype, salt=i) for k in range(n)], "sum")
                 check(got, want, f"allreduce_many bucket_bytes={size} tensor {i} {mode}", dtype)
-    for bad in (0, -1, "big"):
-        try:
-            fusion.allreduce_many(xs, bucket_bytes=bad)
-        except ValueError:
-            continue
-        raise AssertionError(f"bucket_bytes={bad!r} was not refused")
+    check(fusion.allreduce_many(xs[:1], op="sum", bucket_bytes=np.int64(1024))[0],
+          reference([data(k, specs[0][0], specs[0][1], salt=0) for k in range(n)], "sum"), "numpy int bucket",
+          specs[0][1])
+    for bad in (0, -1, "big", True, 2.5):
+        for make in (lambda: fusion.allreduce_many(xs, bucket_bytes=bad),
+                     lambda: ct.DistributedGradientTape(bucket_bytes=bad)):  # refused when made
+            try:
+                make()
+            except ValueError:
+                continue
+            raise AssertionError(f"bucket_bytes={bad!r} was not refused")
     print(f"rank {r}: buckets: auto cut at {auto} bytes (alpha {bucket_size.measured()[0] * 1e6:.0f} us, "
           f"{bucket_size.measured()[1] / 1e9:.2f} GB/s)", flush=True)
 

@@ -1,7 +1,8 @@
 """An op that only some ranks call, as a TensorFlow user makes one: rank 0 all-reduces while the
 others never do. Rank 0's op must fail by its timeout (COLL_TIMEOUT) with the ledger's report
 naming every rank that has not called it and what each last ran; the others stay alive (their
-ledgers answer) and leave. Run under collrun with COLL_TIMEOUT of a few seconds."""
+ledgers answer) and leave. Run under collrun with COLL_TIMEOUT of several seconds (every op has
+it: the first all-reduce, too, must not time out while a loaded machine starts the ranks)."""
 import os
 import sys
 import time

@@ -56,7 +56,7 @@ for n in 2 3; do
   ranks_check ops_check "$n" 60 600
 done
 echo "== stall_check.py on 3 ranks: an all-reduce only rank 0 calls fails by COLL_TIMEOUT, the ledger naming the others"
-ranks_check stall_check 3 3 120
+ranks_check stall_check 3 8 120
 
 echo "== another TensorFlow than the one coll.tensorflow was built for: ImportError naming both"
 "$work/venv/bin/python" - >"$work/version.txt" 2>&1 <<'PY' || { cat "$work/version.txt"; exit 1; }

@@ -13,7 +13,8 @@ alpha and the rate are measured once a process, by the first call that asks for 
 all-reduces of PROBE_SMALL and PROBE_LARGE bytes; rank 0's figures are broadcast, so that every
 rank cuts the same buckets (a plan that differed between ranks would pair different
 all-reduces). Every rank must make that first call at the same point of its program, as it makes
-every collective."""
+every collective; shutdown() forgets the figures. With compression the buckets hold twice the
+gradient bytes, so that what crosses the wire is the size planned."""
 import time
 
 import tensorflow as tf
@@ -65,3 +66,9 @@ def measured():
 
 def auto_bucket_bytes():
     return plan(*measured())
+
+
+def forget():
+    """A later communicator (shutdown, then init) may have other links: probe again."""
+    global _measured
+    _measured = None

@@ -14,6 +14,8 @@ A bucket holds tensors of one dtype, up to `bucket_bytes` (a tensor larger than 
 bucket of its own; "auto": sized from this job's links, bucket_size.py). `compression` ("fp16" or "bf16") casts floating-point buckets down for the
 wire and back after, halving the bytes sent (not exact: the sum is rounded to that precision).
 """
+import numbers
+
 import tensorflow as tf
 
 from . import bucket_size, ops
@@ -41,7 +43,9 @@ def _buckets(tensors, bucket_bytes):
 
 
 def check_bucket_bytes(bucket_bytes):
-    if bucket_bytes != "auto" and not (isinstance(bucket_bytes, int) and bucket_bytes > 0):
+    if isinstance(bucket_bytes, str) and bucket_bytes == "auto":
+        return
+    if isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, numbers.Integral) or bucket_bytes <= 0:
         raise ValueError(f"coll.tensorflow: bucket_bytes {bucket_bytes!r} is neither a positive int nor 'auto'")
 
 
@@ -54,8 +58,9 @@ def allreduce_many(tensors, op="avg", bucket_bytes=DEFAULT_BUCKET_BYTES, compres
     wire = COMPRESSIONS[compression]
     if ops.size() == 1:  # one rank: each gradient is already its own average, nothing to copy
         return [None if t is None else tf.convert_to_tensor(t) for t in tensors]
-    if bucket_bytes == "auto":
-        bucket_bytes = bucket_size.auto_bucket_bytes()
+    if bucket_bytes == "auto":  # sized for the wire: buckets are cut in the gradients' own bytes
+        bucket_bytes = bucket_size.auto_bucket_bytes() * (2 if wire is not None else 1)
+    bucket_bytes = int(bucket_bytes)
     result = list(tensors)
     present = [i for i, t in enumerate(tensors) if t is not None]
     dense = [tf.convert_to_tensor(tensors[i]) for i in present]

@@ -30,16 +30,21 @@ class _DistributedApply:
         return super().apply(grads, trainable_variables)
 
 
+def _check_options(who, op, compression, bucket_bytes):
+    """Refused when the wrapper is made, not at the first step's tracing."""
+    if op not in ("avg", "sum"):
+        raise ValueError(f"coll.tensorflow.{who}: op {op!r} is not avg or sum")
+    if compression not in fusion.COMPRESSIONS:
+        raise ValueError(f"coll.tensorflow.{who}: compression {compression!r} is not fp16, bf16 or none")
+    fusion.check_bucket_bytes(bucket_bytes)
+
+
 def DistributedOptimizer(optimizer, op="avg", compression=None, bucket_bytes=fusion.DEFAULT_BUCKET_BYTES):
     """`optimizer` (any Keras 3 optimizer) with its gradients all-reduced (`op`: avg, or sum) over
     the ranks, in buckets, before each update; compression "fp16" or "bf16" halves the bytes sent;
     bucket_bytes "auto" sizes the buckets from this job's links (bucket_size.py).
     The result is an instance of a subclass of the optimizer's own class, made from its config."""
-    if op not in ("avg", "sum"):
-        raise ValueError(f"coll.tensorflow.DistributedOptimizer: op {op!r} is not avg or sum")
-    if compression not in fusion.COMPRESSIONS:
-        raise ValueError(f"coll.tensorflow.DistributedOptimizer: compression {compression!r} is not fp16, bf16 or none")
-    fusion.check_bucket_bytes(bucket_bytes)
+    _check_options("DistributedOptimizer", op, compression, bucket_bytes)
     base = type(optimizer)
     cls = type(f"Distributed{base.__name__}", (_DistributedApply, base), {})
     wrapped = cls.from_config(optimizer.get_config())
@@ -57,6 +62,7 @@ class DistributedGradientTape(tf.GradientTape):
 
     def __init__(self, persistent=False, watch_accessed_variables=True, op="avg", compression=None,
                  bucket_bytes=fusion.DEFAULT_BUCKET_BYTES):
+        _check_options("DistributedGradientTape", op, compression, bucket_bytes)
         super().__init__(persistent=persistent, watch_accessed_variables=watch_accessed_variables)
         self._coll = dict(op=op, compression=compression, bucket_bytes=bucket_bytes)
 

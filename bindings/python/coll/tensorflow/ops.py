@@ -29,6 +29,8 @@ def init():
 def shutdown():
     """Waits for the ops issued (each bounded by its deadline), then disconnects."""
     _c.coll_tf_shutdown()
+    from . import bucket_size  # imports this module: not at the top
+    bucket_size.forget()
 
 
 def rank():
