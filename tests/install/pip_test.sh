@@ -39,12 +39,15 @@ CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 1500 "$work/venv/bin/pip" wheel "${i
   "$sdist" >"$work/wheel.log" 2>&1 || { tail -60 "$work/wheel.log"; exit 1; }
 grep "coll wheel:" "$work/wheel.log" || true
 wheel=$(ls "$work"/wheels/coll-*.whl)
-"$work/venv/bin/pip" install --no-deps "$wheel" >/dev/null
+# --ignore-installed: a coll pip-installed into the registry's venv, which the .pth above makes
+# visible, would otherwise count as installed, and the test would import that one.
+"$work/venv/bin/pip" install --no-deps --ignore-installed "$wheel" >/dev/null
 echo "$(basename "$wheel"): $(python3 -c "import zipfile,sys; print(', '.join(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith('coll/')))" "$wheel")"
 
 cd "$work"  # outside the source tree: everything imports from the venv
 echo "== python -m coll"
 "$work/venv/bin/python" -m coll | tee "$work/info.txt"
+grep -q "coll at $work/venv/" "$work/info.txt" || { echo "pip test: imported another coll than the one installed"; exit 1; }
 grep -q "coll.torch: ok" "$work/info.txt"
 
 echo "== 3 ranks under torchrun, backend coll"

@@ -34,12 +34,13 @@ echo "== pip install into a fresh venv with the registry's TensorFlow"
 "$py" -m venv "$work/venv"
 site "$py" >"$(site "$work/venv/bin/python")/registry_tf.pth"
 CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 1500 "$work/venv/bin/pip" install --no-build-isolation --no-deps \
-  -Cbuild-dir="$work/build" "$src" >"$work/install.log" 2>&1 || { tail -60 "$work/install.log"; exit 1; }
+  --ignore-installed -Cbuild-dir="$work/build" "$src" >"$work/install.log" 2>&1 || { tail -60 "$work/install.log"; exit 1; }
 grep "coll wheel:" "$work/install.log" || true
 
 cd "$work"  # outside the source tree: everything imports from the venv
 echo "== python -m coll"
 "$work/venv/bin/python" -m coll | tee "$work/info.txt"
+grep -q "coll at $work/venv/" "$work/info.txt" || { echo "tensorflow test: imported another coll than the one installed"; exit 1; }
 grep -q "coll.tensorflow: ok" "$work/info.txt"
 
 # CHECK (tests/tensorflow/CHECK.py) on N ranks under collrun, COLL_TIMEOUT seconds an op, the
