@@ -46,27 +46,20 @@ def ddp_steps(scn, out, log):
             backend = run.split("-")[0]
             cmd = [py, str(ROOT / "bench/torch_ddp_step.py"), "--backend", backend,
                    "--steps", str(args.steps), "--warmup", "2", "--batch", str(args.batch)]
-            if run == "coll-parts":
-                cmd.append("--parts")
-                rc, text = scn.launch_ranks(cmd, args.timeout, {**torch_env(py, scn.build, backend),
-                                                                "OMP_NUM_THREADS": "1"})
-                got_parts = bucket_parts(text)
-                if rc != 0 or not got_parts:
-                    errors.append(f"round {rnd + 1} coll-parts: exit {rc}\n" + "\n".join(text.splitlines()[-10:]))
-                else:
-                    parts.append(got_parts)
-                log(f"[{scn.name}] round {rnd + 1} ddp coll-parts: " + ("ok" if rc == 0 else f"exit {rc}"))
-                continue
+            cmd += ["--parts"] if run == "coll-parts" else []
             env = {**torch_env(py, scn.build, backend), "OMP_NUM_THREADS": "1"}
             rc, text = scn.launch_ranks(cmd, args.timeout, env)
             step, fwd = number_after(text, "step_ms"), number_after(text, "forward_ms")
-            if rc != 0 or step is None:
-                errors.append(f"round {rnd + 1} {backend}: exit {rc}\n" + "\n".join(text.splitlines()[-10:]))
+            found = bucket_parts(text) if run == "coll-parts" else step
+            if rc != 0 or found is None:
+                errors.append(f"round {rnd + 1} {run}: exit {rc}\n" + "\n".join(text.splitlines()[-10:]))
+            elif run == "coll-parts":
+                parts.append(found)
             else:
                 got[(backend, "step_ms")].append(step)
                 got[(backend, "forward_ms")].append(fwd)
                 got[(backend, "params")].append(number_after(text, "params"))
-            log(f"[{scn.name}] round {rnd + 1} ddp {backend}: " + ("ok" if rc == 0 else f"exit {rc}"))
+            log(f"[{scn.name}] round {rnd + 1} ddp {run}: " + ("ok" if rc == 0 else f"exit {rc}"))
     med = {k: statistics.median(v) if v else None for k, v in got.items()}
     ratio = lambda a, b: f"{a / b:.3f}" if a and b else "-"
     cell = lambda v: "-" if v is None else f"{v:.1f}"
