@@ -53,20 +53,25 @@ class BucketClock:
         return fut.then(done)
 
     def keep(self, end):
-        for k, (issue, _, size) in enumerate(self.step):
+        for k, (issue, done, size) in enumerate(self.step):
             self.kept[("issue", k)].append((issue - self.t0) * 1e3)
+            self.kept[("end", k)].append((done - self.t0) * 1e3)
         self.kept[("tail",)].append((end - max(e[1] for e in self.step)) * 1e3)
         self.sizes = [e[2] for e in self.step]
 
     def report(self):
-        """ " issue_ms ... bucket_bytes ... tail_ms ...": the slowest rank's medians (a collective)."""
+        """ " issue_ms ... bucket_bytes ... tail_ms ... end_ms ...": the slowest rank's medians (a
+        collective); end_ms: when each bucket's all-reduce ended."""
         n = len(self.sizes)
-        mine = [statistics.median(self.kept[("issue", k)]) for k in range(n)] + [statistics.median(self.kept[("tail",)])]
+        mine = ([statistics.median(self.kept[("issue", k)]) for k in range(n)] +
+                [statistics.median(self.kept[("tail",)])] +
+                [statistics.median(self.kept[("end", k)]) for k in range(n)])
         t = torch.tensor(mine, dtype=torch.float64)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         v = t.tolist()
         return (" issue_ms " + ",".join(f"{x:.1f}" for x in v[:n]) + " bucket_bytes " +
-                ",".join(str(b) for b in self.sizes) + f" tail_ms {v[n]:.1f}")
+                ",".join(str(b) for b in self.sizes) + f" tail_ms {v[n]:.1f}" +
+                " end_ms " + ",".join(f"{x:.1f}" for x in v[n + 1:]))
 
 
 def main():

@@ -87,11 +87,13 @@ def ddp_steps(scn, out, log):
 
 
 def bucket_parts(text):
-    """(issue ms of each bucket, bytes of each, tail ms) from a --parts run's line, or None."""
-    m = re.search(r"issue_ms ([0-9.,]+) bucket_bytes ([0-9,]+) tail_ms ([0-9.]+)", text)
+    """(issue ms of each bucket, bytes of each, tail ms, end ms of each or None) from a --parts
+    run's line, or None."""
+    m = re.search(r"issue_ms ([0-9.,]+) bucket_bytes ([0-9,]+) tail_ms ([0-9.]+)(?: end_ms ([0-9.,]+))?", text)
     if not m:
         return None
-    return [float(x) for x in m[1].split(",")], [int(x) for x in m[2].split(",")], float(m[3])
+    ends = [float(x) for x in m[4].split(",")] if m[4] else None
+    return [float(x) for x in m[1].split(",")], [int(x) for x in m[2].split(",")], float(m[3]), ends
 
 
 def parts_lines(scn, parts, steps, rates, bound):
@@ -127,8 +129,25 @@ def parts_lines(scn, parts, steps, rates, bound):
     if bound:
         lines.append(f"{'  that ceiling / the bound':<40} {total / bound:>10.3f}   (the goal: a step within 1.10 of "
                      f"the bound, {1.10 * bound:.1f} ms)")
+    lines += wire_lines(hosts, kept, issue, sizes, rate)
     if len(kept) < len(parts):
         lines.append(f"# --ddp-parts: {len(parts) - len(kept)} round(s) with other buckets left out")
     lines.append("# --ddp-parts each round: " + "; ".join(
         "issue " + ",".join(f"{t:.1f}" for t in p[0]) + f" tail {p[2]:.1f}" for p in parts))
     return lines
+
+
+def wire_lines(hosts, kept, issue, sizes, rate):
+    """Each bucket's all-reduce from when the wire could take it (issued, and the bucket before
+    done: the backend runs them in order) to its end, beside the bare-TCP time of its bytes."""
+    if any(p[3] is None for p in kept):
+        return []
+    ends = [statistics.median(p[3][k] for p in kept) for k in range(len(sizes))]
+    cells = []
+    for k, size in enumerate(sizes):
+        start = max(issue[k], ends[k - 1]) if k else issue[k]
+        bare = wire_ms(hosts, size, rate)
+        cells.append(f"{k}: {start:.1f}-{ends[k]:.1f} ms, {ends[k] - start:.1f} against bare {bare:.1f} "
+                     f"({(ends[k] - start) / bare:.3f})")
+    return ["# each bucket's all-reduce (from issue, or the bucket before's end, to its end): " + "; ".join(cells)]
+
