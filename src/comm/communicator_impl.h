@@ -125,6 +125,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   // kInlineGrace, without keeping it polling.
   void push(OpRequest op, Nudge nudge = Nudge::keep_hot);
   void kick() override;
+  void expedite() override;
   void abandon(const Error& why) override;
   static void complete(OpRequest& op, const std::optional<Error>& error);
   void fail(const Error& error);
@@ -178,6 +179,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   std::atomic<size_t> queued_{0};  // queue_.size(), for the progress thread's spin
   bool progress_cold_ = true;      // the progress thread sleeps until notified (else it polls)
   std::atomic<bool> unkicked_{false};  // an op was queued without waking the progress thread
+  bool expedited_ = false;  // run what is queued without kInlineGrace (Work::expedite)
   std::chrono::steady_clock::time_point last_push_{};
   // The idle progress thread's current poll period while ops keep coming (progress.cc): short
   // while it runs ops itself, longer while waiters run them all inline. Under mu_.

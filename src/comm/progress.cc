@@ -63,6 +63,16 @@ void CommunicatorImpl::kick() {
   queue_cv_.notify_one();
 }
 
+void CommunicatorImpl::expedite() {
+  if (!config_.inline_ops) return;  // the progress thread runs every op at once anyway
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.empty()) return;  // already taken
+    expedited_ = true;
+  }
+  queue_cv_.notify_one();
+}
+
 // A group's members finish with the group.
 void CommunicatorImpl::complete(OpRequest& op, const std::optional<Error>& error) {
   if (op.members)
@@ -110,7 +120,10 @@ bool CommunicatorImpl::waitForWork(std::unique_lock<std::mutex>& lock) {
     auto now = Clock::now();
     if (!queue_.empty()) {
       auto due = queue_.front().enqueued + kInlineGrace;
-      if (stopping_ || !config_.inline_ops || now >= due) return true;
+      if (stopping_ || !config_.inline_ops || expedited_ || now >= due) {
+        expedited_ = false;  // the loop runs everything queued before it looks again
+        return true;
+      }
       queue_cv_.wait_until(lock, due);
     } else if (stopping_) {
       return false;

@@ -22,6 +22,12 @@ void kickProgress(detail::WorkState& state) {
   std::lock_guard<std::mutex> lock(state.link->mu);
   if (state.link->driver) state.link->driver->kick();
 }
+// For a caller that will never wait on it: the progress thread runs the op at once.
+void expediteProgress(detail::WorkState& state) {
+  if (state.finished.load(std::memory_order_acquire) || !state.link) return;
+  std::lock_guard<std::mutex> lock(state.link->mu);
+  if (state.link->driver) state.link->driver->expedite();
+}
 // This wait gives up on a wedged runner: the ops still queued must never run after it returns
 // (their callers may free the buffers), so their communicator fails (OpDriver::abandon).
 void abandonRunner(detail::WorkState& state, const Error& why) {
@@ -107,6 +113,11 @@ void Work::onComplete(std::function<void()> fn) const {
   }
   if (!added) return fn();
   kickProgress(*state_);  // nobody may wait on it: make sure it runs
+}
+
+void Work::expedite() const {
+  if (!state_) throw kInvalidWork;
+  expediteProgress(*state_);
 }
 
 int Work::source() const {

@@ -36,6 +36,7 @@ class Engine::Impl final : private detail::OpDriver {
   std::string describeOutstanding() const;
   bool driveUntilDone(const detail::WorkState&) override { return false; }
   void kick() override {}
+  void expedite() override {}
   void abandon(const Error& why) override { failFromAnyThread(why); }
   const std::shared_ptr<detail::DriverLink>& watchdog() const { return link_; }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -320,6 +321,48 @@ void anOpBehindAPendingBoardOpStarts(Communicator& comm, Rank&) {
   RANK_CHECK(a == static_cast<float>(n) && b == 2.0f * n, "wrong sums: %g %g", a, b);
 }
 
+// Ops finished by callbacks alone, as TensorFlow's kernels finish theirs (Work::expedite: nobody
+// will wait, so coll's thread starts each at once): an order-sensitive chain on one buffer, every
+// op expedited, none waited on, still runs in issue order, each once, its callbacks in that
+// order; expediting a finished op does nothing, an empty Work's throws.
+void expeditedOpsFinishByCallbacks(Communicator& comm, Rank&) {
+  const int n = comm.size(), rank = comm.rank();
+  const std::vector<ChainOp> chain = twelveOps();
+  expectOrderSensitive(chain, n, rank);
+  std::vector<int64_t> buf = startOf(rank, 1001);
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<Work> works;
+  for (size_t k = 0; k < chain.size(); ++k) {
+    works.push_back(issue(comm, chain[k], buf.data(), buf.size()));
+    works.back().onComplete([&mu, &order, k] {
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(static_cast<int>(k));
+    });
+    works.back().expedite();
+  }
+  auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto finished = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return order.size() == chain.size();
+  };
+  while (!finished() && std::chrono::steady_clock::now() < limit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  RANK_CHECK(finished(), "expedited ops nobody waited on did not all finish within 20 s");
+  for (size_t k = 0; k < chain.size(); ++k)
+    RANK_CHECK(order[k] == static_cast<int>(k), "callback %zu was op %d's: not in issue order", k, order[k]);
+  for (const Work& w : works) RANK_CHECK(!w.error(), "an expedited op failed: %s", w.error()->what());
+  expectReference(chain, buf, n, rank);
+  works.front().expedite();  // finished: nothing to do
+  bool threw = false;
+  try {
+    Work().expedite();
+  } catch (const Error& e) {
+    threw = e.code() == ErrorCode::InvalidArgument;
+  }
+  RANK_CHECK(threw, "expedite on an empty Work did not throw InvalidArgument");
+}
+
 class Ordering : public ::testing::TestWithParam<int> {};
 class OrderingWithPeers : public ::testing::TestWithParam<int> {};
 
@@ -328,6 +371,7 @@ TEST_P(Ordering, ManyOpsBackToBackWaitOnlyTheLast) { expectAllSucceeded(runRanks
 TEST_P(Ordering, OpsNobodyWaitsOnStillFinish) { expectAllSucceeded(runRanks(GetParam(), opsNobodyWaitsOnStillFinish)); }
 TEST_P(Ordering, AlgorithmsSwitchedBetweenOps) { expectAllSucceeded(runRanks(GetParam(), algorithmsSwitchedBetweenOps)); }
 TEST_P(Ordering, BoardAndMessageOpsInterleaved) { expectAllSucceeded(runRanks(GetParam(), boardAndMessageOpsInterleaved)); }
+TEST_P(Ordering, ExpeditedOpsFinishByCallbacks) { expectAllSucceeded(runRanks(GetParam(), expeditedOpsFinishByCallbacks)); }
 TEST_P(Ordering, ThreadsWaitOnEachOthersOps) { expectAllSucceeded(runRanks(GetParam(), threadsWaitOnEachOthersOps)); }
 TEST_P(OrderingWithPeers, AnOpBehindAPendingBoardOpStartsWithoutAWaiter) {
   expectAllSucceeded(runRanks(GetParam(), anOpBehindAPendingBoardOpStarts));

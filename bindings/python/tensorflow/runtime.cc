@@ -28,6 +28,7 @@ void Completions::add(coll::Work work, std::function<void(const coll::Work&)> fn
     }
     cv_.notify_one();
   });
+  watched.expedite();  // no TensorFlow thread waits on it: coll's thread starts it now
 }
 
 void Completions::loop() {
