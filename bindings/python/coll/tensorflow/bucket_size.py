@@ -36,9 +36,11 @@ def plan(alpha_seconds, bytes_per_second):
     return int(min(max(b, MIN_BYTES), MAX_BYTES))
 
 
-def _seconds(nbytes, reps):
+def _seconds(nbytes, reps, runs=3):
     """One all-reduce of nbytes as a step runs it: reps of them chained inside a tf.function
-    (eager calls cost TensorFlow hundreds of microseconds each, which a traced step does not pay)."""
+    (eager calls cost TensorFlow hundreds of microseconds each, which a traced step does not pay),
+    the median of `runs` timed chains, each started after a small all-reduce has lined the ranks
+    up (else a rank's chain also times its peers arriving late)."""
     @tf.function
     def chain(x):
         for _ in range(reps):
@@ -46,9 +48,13 @@ def _seconds(nbytes, reps):
         return x[:1]
     t = tf.zeros([nbytes // 4], tf.float32)
     chain(t).numpy()  # traced, and the first op of a size may pick or connect
-    start = time.perf_counter()
-    chain(t).numpy()
-    return (time.perf_counter() - start) / reps
+    times = []
+    for _ in range(runs):
+        ops.allreduce(tf.zeros([1], tf.float32)).numpy()
+        start = time.perf_counter()
+        chain(t).numpy()
+        times.append((time.perf_counter() - start) / reps)
+    return sorted(times)[len(times) // 2]
 
 
 def measured():
