@@ -125,7 +125,10 @@ bool CommunicatorImpl::waitForWork(std::unique_lock<std::mutex>& lock) {
         return true;
       }
       queue_cv_.wait_until(lock, due);
-    } else if (stopping_) {
+      continue;
+    }
+    expedited_ = false;  // what it was for has run, here or in a waiter
+    if (stopping_) {
       return false;
     } else if (config_.inline_ops && now - last_push_ < kHotFor) {
       queue_cv_.wait_for(lock, hot_poll_);
