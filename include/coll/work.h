@@ -47,14 +47,11 @@ class COLL_API Work {
 
   // Runs fn once the op finished, successfully or not: at once, in this thread, if it has;
   // else on the thread that completes it, which is coll's: keep fn short, never block in it
-  // and never call coll from it. Callbacks run in the order they were added.
+  // and never call coll from it. Callbacks run in the order they were added. A caller that
+  // finishes its ops by callback (as TensorFlow's asynchronous kernels do) does not wait to
+  // run them in its own thread, so coll's thread starts the op, and those queued before it,
+  // at once rather than leaving a waiter the first 100 us.
   void onComplete(std::function<void()> fn) const;
-
-  // Says that no thread will wait on this op to run it (a framework that finishes its ops by
-  // onComplete, as TensorFlow's asynchronous kernels do): coll's thread starts it, and the ops
-  // queued before it, as soon as it can, instead of leaving a waiter the first 100 us to run
-  // it in its own thread. A blocking caller should not: its wait runs the op with no hand-off.
-  void expedite() const;
 
   // A completed receive: the rank its message came from (the answer for kAnySource); -1
   // before completion and for other ops.

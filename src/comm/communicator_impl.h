@@ -179,7 +179,7 @@ class CommunicatorImpl final : private detail::OpDriver {
   std::atomic<size_t> queued_{0};  // queue_.size(), for the progress thread's spin
   bool progress_cold_ = true;      // the progress thread sleeps until notified (else it polls)
   std::atomic<bool> unkicked_{false};  // an op was queued without waking the progress thread
-  bool expedited_ = false;  // run what is queued without kInlineGrace (Work::expedite)
+  bool expedited_ = false;  // run what is queued without kInlineGrace (Work::onComplete)
   std::chrono::steady_clock::time_point last_push_{};
   // The idle progress thread's current poll period while ops keep coming (progress.cc): short
   // while it runs ops itself, longer while waiters run them all inline. Under mu_.

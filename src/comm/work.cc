@@ -22,7 +22,7 @@ void kickProgress(detail::WorkState& state) {
   std::lock_guard<std::mutex> lock(state.link->mu);
   if (state.link->driver) state.link->driver->kick();
 }
-// For a caller that will never wait on it: the progress thread runs the op at once.
+// For a caller that finishes the op by callback: the progress thread runs it at once.
 void expediteProgress(detail::WorkState& state) {
   if (state.finished.load(std::memory_order_acquire) || !state.link) return;
   std::lock_guard<std::mutex> lock(state.link->mu);
@@ -112,12 +112,7 @@ void Work::onComplete(std::function<void()> fn) const {
     added = state_->chainOnCompleteLocked(fn);
   }
   if (!added) return fn();
-  kickProgress(*state_);  // nobody may wait on it: make sure it runs
-}
-
-void Work::expedite() const {
-  if (!state_) throw kInvalidWork;
-  expediteProgress(*state_);
+  expediteProgress(*state_);  // nobody may wait on it to run it: start it now
 }
 
 int Work::source() const {

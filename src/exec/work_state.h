@@ -29,7 +29,8 @@ class OpDriver {
   // Someone polls or waits with a timeout instead of driving: the progress thread must run
   // whatever was queued without waking it (CommunicatorImpl::push's keeps_hot).
   virtual void kick() = 0;
-  // Nobody will wait on the ops queued so far: run them now, without kInlineGrace (Work::expedite).
+  // Nobody will wait on the ops queued so far to run them (Work::onComplete): run them now,
+  // without the grace left to a waiter.
   virtual void expedite() = 0;
   // A waiter gave up on the thread that runs the ops (wedged: Work::wait's watchdog). The ops
   // still queued or posted must never run after this, into buffers their caller may have freed

@@ -321,11 +321,11 @@ void anOpBehindAPendingBoardOpStarts(Communicator& comm, Rank&) {
   RANK_CHECK(a == static_cast<float>(n) && b == 2.0f * n, "wrong sums: %g %g", a, b);
 }
 
-// Ops finished by callbacks alone, as TensorFlow's kernels finish theirs (Work::expedite: nobody
-// will wait, so coll's thread starts each at once): an order-sensitive chain on one buffer, every
-// op expedited, none waited on, still runs in issue order, each once, its callbacks in that
-// order; expediting a finished op does nothing, an empty Work's throws.
-void expeditedOpsFinishByCallbacks(Communicator& comm, Rank&) {
+// Ops finished by callbacks alone, as TensorFlow's kernels finish theirs (Work::onComplete: nobody
+// will wait to run them, so coll's thread starts each at once): an order-sensitive chain on one
+// buffer, none waited on, still runs in issue order, each once, its callbacks in that order; a
+// callback added to a finished op runs at once, an empty Work's add throws.
+void opsFinishedByCallbacks(Communicator& comm, Rank&) {
   const int n = comm.size(), rank = comm.rank();
   const std::vector<ChainOp> chain = twelveOps();
   expectOrderSensitive(chain, n, rank);
@@ -339,7 +339,6 @@ void expeditedOpsFinishByCallbacks(Communicator& comm, Rank&) {
       std::lock_guard<std::mutex> lock(mu);
       order.push_back(static_cast<int>(k));
     });
-    works.back().expedite();
   }
   auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   auto finished = [&] {
@@ -348,19 +347,21 @@ void expeditedOpsFinishByCallbacks(Communicator& comm, Rank&) {
   };
   while (!finished() && std::chrono::steady_clock::now() < limit)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  RANK_CHECK(finished(), "expedited ops nobody waited on did not all finish within 20 s");
+  RANK_CHECK(finished(), "ops finished by callbacks, nobody waiting, did not all finish within 20 s");
   for (size_t k = 0; k < chain.size(); ++k)
     RANK_CHECK(order[k] == static_cast<int>(k), "callback %zu was op %d's: not in issue order", k, order[k]);
-  for (const Work& w : works) RANK_CHECK(!w.error(), "an expedited op failed: %s", w.error()->what());
+  for (const Work& w : works) RANK_CHECK(!w.error(), "an op finished by callback failed: %s", w.error()->what());
   expectReference(chain, buf, n, rank);
-  works.front().expedite();  // finished: nothing to do
+  bool ran = false;
+  works.front().onComplete([&ran] { ran = true; });  // finished: runs here, now
+  RANK_CHECK(ran, "a callback added to a finished op did not run at once");
   bool threw = false;
   try {
-    Work().expedite();
+    Work().onComplete([] {});
   } catch (const Error& e) {
     threw = e.code() == ErrorCode::InvalidArgument;
   }
-  RANK_CHECK(threw, "expedite on an empty Work did not throw InvalidArgument");
+  RANK_CHECK(threw, "onComplete on an empty Work did not throw InvalidArgument");
 }
 
 class Ordering : public ::testing::TestWithParam<int> {};
@@ -371,7 +372,7 @@ TEST_P(Ordering, ManyOpsBackToBackWaitOnlyTheLast) { expectAllSucceeded(runRanks
 TEST_P(Ordering, OpsNobodyWaitsOnStillFinish) { expectAllSucceeded(runRanks(GetParam(), opsNobodyWaitsOnStillFinish)); }
 TEST_P(Ordering, AlgorithmsSwitchedBetweenOps) { expectAllSucceeded(runRanks(GetParam(), algorithmsSwitchedBetweenOps)); }
 TEST_P(Ordering, BoardAndMessageOpsInterleaved) { expectAllSucceeded(runRanks(GetParam(), boardAndMessageOpsInterleaved)); }
-TEST_P(Ordering, ExpeditedOpsFinishByCallbacks) { expectAllSucceeded(runRanks(GetParam(), expeditedOpsFinishByCallbacks)); }
+TEST_P(Ordering, OpsFinishedByCallbacks) { expectAllSucceeded(runRanks(GetParam(), opsFinishedByCallbacks)); }
 TEST_P(Ordering, ThreadsWaitOnEachOthersOps) { expectAllSucceeded(runRanks(GetParam(), threadsWaitOnEachOthersOps)); }
 TEST_P(OrderingWithPeers, AnOpBehindAPendingBoardOpStartsWithoutAWaiter) {
   expectAllSucceeded(runRanks(GetParam(), anOpBehindAPendingBoardOpStarts));

@@ -20,7 +20,8 @@ Completions::~Completions() {
 void Completions::add(coll::Work work, std::function<void(const coll::Work&)> fn) {
   coll::Work watched = work;
   auto entry = std::make_shared<Entry>(Entry{std::move(work), std::move(fn)});
-  // onComplete runs on coll's thread: it only queues.
+  // onComplete runs on coll's thread: it only queues. Adding it also starts the op at once (no
+  // TensorFlow thread waits to run it inline).
   watched.onComplete([this, entry] {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -28,7 +29,6 @@ void Completions::add(coll::Work work, std::function<void(const coll::Work&)> fn
     }
     cv_.notify_one();
   });
-  watched.expedite();  // no TensorFlow thread waits on it: coll's thread starts it now
 }
 
 void Completions::loop() {
