@@ -10,23 +10,24 @@ namespace coll {
 namespace {
 const Error kInvalidWork(ErrorCode::InvalidArgument, "wait on an empty coll::Work (default-constructed)");
 
-// Runs the queued ops up to this one in the calling thread, unless another thread is at it.
-void driveInline(detail::WorkState& state) {
+// Calls fn(driver) under the link's lock while the op is unfinished and its communicator alive.
+template <typename Fn>
+void withDriver(detail::WorkState& state, Fn&& fn) {
   if (state.finished.load(std::memory_order_acquire) || !state.link) return;
   std::lock_guard<std::mutex> lock(state.link->mu);
-  if (state.link->driver) state.link->driver->driveUntilDone(state);
+  if (state.link->driver) fn(*state.link->driver);
+}
+// Runs the queued ops up to this one in the calling thread, unless another thread is at it.
+void driveInline(detail::WorkState& state) {
+  withDriver(state, [&](detail::OpDriver& d) { d.driveUntilDone(state); });
 }
 // For a thread that will not drive: makes sure the progress thread runs the op.
 void kickProgress(detail::WorkState& state) {
-  if (state.finished.load(std::memory_order_acquire) || !state.link) return;
-  std::lock_guard<std::mutex> lock(state.link->mu);
-  if (state.link->driver) state.link->driver->kick();
+  withDriver(state, [](detail::OpDriver& d) { d.kick(); });
 }
 // For a caller that finishes the op by callback: the progress thread runs it at once.
 void expediteProgress(detail::WorkState& state) {
-  if (state.finished.load(std::memory_order_acquire) || !state.link) return;
-  std::lock_guard<std::mutex> lock(state.link->mu);
-  if (state.link->driver) state.link->driver->expedite();
+  withDriver(state, [](detail::OpDriver& d) { d.expedite(); });
 }
 // This wait gives up on a wedged runner: the ops still queued must never run after it returns
 // (their callers may free the buffers), so their communicator fails (OpDriver::abandon).
