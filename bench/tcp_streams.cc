@@ -10,10 +10,15 @@
 // Where the CPUs decide, so does memory: from a 4 MiB buffer that stays in cache 4 streams on
 // 2 cores carried 0.72-0.81 GB/s each, walking 128 MiB each way 0.53-0.56 (2026-12-04), and a
 // 256 MiB collective cannot keep its bytes in cache. --footprint gives the op's size.
+// With several ranks a host, an algorithm also moves bytes between the ranks inside a host, on the
+// same cores: --copy C --add A make each process, while its streams run, copy C and add A bytes
+// (float32 sum, coll's kernel) for every byte it streams, walking buffers of the footprint's
+// size: bare memcpy and reductions with no library in the way (host_floor.py says how much
+// each collective must).
 // Every wait has a deadline (--timeout); a failure names the step and the errno text.
 //
 // usage: tcp_streams [--listen PORT] [--to ADDR:PORT] [--bytes N] [--footprint N] [--reduce]
-//                    [--timeout SECONDS]
+//                    [--copy C] [--add A] [--timeout SECONDS]
 // prints: tcp_streams: sent S received R bytes in T s: G GB/s (BYTES / T, T until both directions
 // are done)
 #include <arpa/inet.h>
@@ -56,6 +61,10 @@ struct Options {
   // own kernel) into the footprint, as a reduce-scatter's step combines what it receives with
   // its own operand: the ceiling of a ring that reduces, where the CPUs decide.
   bool reduce = false;
+  // --copy, --add: bytes copied and added inside the process per byte streamed (the work inside
+  // a host that the streams between hosts do not make).
+  double copy_per_byte = 0;
+  double add_per_byte = 0;
   int timeout_s = 60;
 };
 
@@ -88,6 +97,11 @@ Options parseOptions(int argc, char** argv) {
       if (!coll::bench::parseSize(value.c_str(), &footprint) || footprint < 2)
         failWithout("--footprint wants a size like 256M, got " + value);
       o.buffer = footprint / 2;
+    } else if (flag == "--copy" || flag == "--add") {
+      char* end = nullptr;
+      double ratio = std::strtod(value.c_str(), &end);
+      if (*end || ratio < 0) failWithout(flag + " wants bytes per byte streamed, like 1.5, got " + value);
+      (flag == "--copy" ? o.copy_per_byte : o.add_per_byte) = ratio;
     } else if (flag == "--timeout") {
       o.timeout_s = std::atoi(value.c_str());
     } else {
@@ -177,14 +191,56 @@ void receiveAll(int fd, size_t bytes, size_t size, bool reduce) {
   }
 }
 
+// The copies and adds inside a host that an algorithm makes beside its streams, and the two
+// buffers of the footprint's half each they walk (so they leave the cache too), made and
+// touched before the clock starts.
+struct HostWork {
+  size_t copy = 0, add = 0;  // bytes in all
+  std::vector<char> from, into;
+};
+
+size_t wholeFloats(double bytes) { return static_cast<size_t>(bytes) & ~size_t{3}; }
+
+HostWork prepareHostWork(const Options& o) {
+  HostWork w;
+  w.copy = wholeFloats(o.copy_per_byte * o.bytes);
+  w.add = wholeFloats(o.add_per_byte * o.bytes);
+  if (w.copy || w.add) {
+    size_t size = std::max(wholeFloats(o.buffer), kChunk);
+    w.from.assign(size, 1);
+    w.into.assign(size, 0);
+  }
+  return w;
+}
+
+// Chunk by chunk, copies and adds kept in proportion all along, as the streams go.
+void workInsideHost(HostWork& w) {
+  size_t size = w.from.size();
+  for (size_t copied = 0, added = 0; copied < w.copy || added < w.add;) {
+    bool copy_next = added >= w.add || (copied < w.copy && double(copied) * w.add <= double(added) * w.copy);
+    size_t len = 0;
+    size_t at = copy_next ? placeOf(copied, size, w.copy, &len) : placeOf(added, size, w.add, &len);
+    if (copy_next) {
+      std::memcpy(w.into.data() + at, w.from.data() + at, len);
+      copied += len;
+    } else {
+      coll::reduce::reduceInto(w.into.data() + at, w.from.data() + at, len / sizeof(float), coll::DataType::f32,
+                               coll::ReduceOp::sum);
+      added += len;
+    }
+  }
+}
+
 void run(const Options& o) {
   int listener = o.listen_port ? listenOn(o.listen_port) : -1;
   int out = o.to_addr.empty() ? -1 : connectTo(o);
   int in = listener >= 0 ? acceptOne(listener, o.timeout_s) : -1;
   for (int fd : {out, in})
     if (fd >= 0) setDeadlines(fd, o.timeout_s);
+  HostWork host_work = prepareHostWork(o);
   auto start = Clock::now();
   std::string send_error, receive_error;
+  std::thread local([&] { workInsideHost(host_work); });
   std::thread sender([&] {
     try {
       if (out >= 0) sendAll(out, o.bytes, o.buffer);
@@ -198,6 +254,7 @@ void run(const Options& o) {
     receive_error = e.what();  // the sender is joined first: it ends by its own deadline
   }
   sender.join();
+  local.join();
   for (const std::string& error : {receive_error, send_error})
     if (!error.empty()) throw std::runtime_error(error);
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();

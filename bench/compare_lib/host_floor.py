@@ -12,8 +12,18 @@ reduce-scatter's buffer across its link, and twice that of an all-reduce's (they
 reduced on the way in a way that sends less); a broadcast must bring the whole buffer into each
 other host. In busbw terms (nccl-tests' factors, n ranks in all) the ceiling is then
 R * H(n-1) / ((H-1)n) for the all-reduce, all-gather and reduce-scatter, and R for a broadcast.
-Shared memory inside a host costs the same cores but is not counted: the ceiling is one no
-system can pass, not one each must reach.
+Shared memory inside a host costs the same cores but is not counted there: the ceiling is one
+no system can pass, not one each must reach.
+
+The ceiling in the algorithm's shape counts it. On this machine both simulated hosts, their TCP
+and the copies between the ranks of each host share one pair of cores, so each round also runs
+the streams as the algorithm lays them out (P lanes a host for the hierarchical all-reduce,
+reduce-scatter and all-gather; one chain for the broadcast, which relays through every rank)
+while each stream process makes, as bare memcpy and float32 adds, the work inside a host that
+the algorithm must do with the caller's buffers (tcp_streams --copy --add): every byte that
+passes between two ranks of a host copied once (one kernel copy, as CMA makes; through a shared
+slot it takes two), every byte reduced added once, from that copy. What that leaves out is only
+the library: its synchronisation, its slots' second copy, its bookkeeping.
 """
 import statistics
 
@@ -27,6 +37,37 @@ def lane_kinds(per_host, walk):
         kinds += [("ring_lanes_op", "ring", walk, False, per_host), ("chain_lanes_op", "chain", walk, False, per_host),
                   ("ring_lanes_reduce_op", "ring", walk, True, per_host)]
     return kinds
+
+
+def work_inside_host(collective, hosts, per_host, in_place=False):
+    """(bytes copied, bytes added) inside a host for each byte it sends across its link, by the
+    hierarchical algorithms (H hosts of L ranks, buffer S; each rank's part S/L):
+    - all-reduce: a reduce-scatter inside the host copies and adds (L-1)/L S a rank, the lanes'
+      all-reduce adds (H-1)/H of S/L, the all-gather inside copies (L-1)/L S; the link carries
+      2(H-1)/H S a host;
+    - reduce-scatter: the first two of those, the link (H-1)/H S;
+    - all-gather: the copies of the last (and, out of place, each rank's own chunk into its
+      output), the link (H-1)/H S;
+    - broadcast, a chain through every rank: L-1 local ranks copy the S that crosses the link."""
+    h, l = hosts, per_host
+    if collective == "broadcast":
+        return float(l - 1), 0.0
+    copy = (l - 1) * h / (h - 1)
+    if collective == "all_reduce":
+        return copy, ((l - 1) * h + h - 1) / (2 * (h - 1))
+    if collective == "reduce_scatter":
+        return copy, ((l - 1) * h + h - 1) / (h - 1)
+    return copy + (0 if in_place else 1 / (h - 1)), 0.0
+
+
+def shaped_kind(collective, hosts, per_host, walk, in_place=False):
+    """(floor key, shape, footprint, reduce, lanes, copy, add): the streams in the algorithm's
+    layout with the work inside each host, for one collective (None with one rank a host)."""
+    if per_host < 2 or not walk:
+        return None
+    copy, add = work_inside_host(collective, hosts, per_host, in_place)
+    shape, lanes = ("chain", 1) if collective == "broadcast" else ("ring", per_host)
+    return (f"shaped_{collective}", shape, walk, False, lanes, copy, add)
 
 
 def busbw_factor(collective, hosts, ranks):
@@ -65,6 +106,23 @@ def host_floor_lines(scn, m, collective, busbw_by_system):
                      f"GB/s; largest size's busbw / that: {ratios}")
     if not parts:
         return []
+    parts += shaped_parts(scn, m, collective, busbw_by_system, factor)
     head = (f"# host-level ceiling, same run ({scn.per_host} lanes a host or one stream, the better, "
             f"{'in a chain' if shape == 'chain' else 'in a ring'} across {scn.hosts} hosts)")
     return [head + ": " + "; ".join(parts)]
+
+
+def shaped_parts(scn, m, collective, busbw_by_system, factor):
+    """The ceiling in the algorithm's shape (shaped_kind) and each system's busbw over it."""
+    kind = shaped_kind(collective, scn.hosts, scn.per_host, max(scn.sizes), scn.args.in_place)
+    key, _, _, _, lanes, copy, add = kind
+    rates = [f[key] * lanes for f in m.floors if key in f]
+    if not rates:
+        return []
+    ceiling = statistics.median(rates) * factor
+    ratios = ", ".join(f"{s} {b / ceiling:.2f}" for s, b in busbw_by_system.items() if b)
+    layout = "one chain through every rank" if lanes == 1 else f"{lanes} lanes a host"
+    return [f"in the algorithm's shape ({layout}, walking the op's memory, each stream's process also "
+            f"copying {copy:.3g} and adding {add:.3g} bytes a byte it sends, the least the ranks of a "
+            f"host must move between them with the caller's buffers): {statistics.median(rates):.3g} "
+            f"GB/s a host, busbw ceiling {ceiling:.3g} GB/s; largest size's busbw / that: {ratios}"]

@@ -188,7 +188,7 @@ class Scenario:
             return self.run_coll(collective, steps, timeout, system)
         return self.run_mpi(system, collective, steps, timeout)
 
-    def tcp_floor(self):
+    def tcp_floor(self, collectives):
         return None  # one host: memcpy is the limit
 
     def copy_floor(self, collectives):
@@ -316,8 +316,8 @@ class NetclusterScenario(Scenario):
 
     limit_label = "link rate"
 
-    def tcp_floor(self):
-        return measure_floor(self)
+    def tcp_floor(self, collectives):
+        return measure_floor(self, collectives)
 
     def ceiling(self, limit):
         """The most busbw any algorithm can reach (5 % for measurement noise): the link rate,
@@ -371,7 +371,7 @@ def measure(scn, collectives, rounds, log):
         limit = scn.limit()
         if limit:
             m.limits.append(limit)
-        floor = scn.tcp_floor()
+        floor = scn.tcp_floor(collectives)
         if floor:
             m.floors.append(floor)
         copy_floor = scn.copy_floor(collectives)

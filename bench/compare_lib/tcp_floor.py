@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import time
 
-from .host_floor import host_floor_lines, lane_kinds
+from .host_floor import host_floor_lines, lane_kinds, shaped_kind
 
 FLOOR_BYTES = "1G"  # a second or so per stream here: long against the start-up skew
 FLOOR_TIMEOUT_S = 60
@@ -43,12 +43,13 @@ def cpu_may_limit(scn):
 CACHED_BYTES = 8 << 20  # tcp_streams' own buffers (4 MiB each way): a footprint no larger is in cache
 
 
-def measure_floor(scn):
+def measure_floor(scn, collectives=()):
     """{"ring": GB/s, "chain": GB/s} per stream (the slowest stream's rate), and "ring_op",
     "chain_op" walking the largest op's footprint where it exceeds the cached buffers; with
     several ranks a host also the lanes of host_floor.py ("ring_lanes", ...); or None
     where the links decide or a stream failed (the reason is printed; the comparison goes on
-    without)."""
+    without). With several ranks a host, also each collective's streams in its algorithm's
+    shape with the work inside each host ("shaped_<collective>", host_floor.py)."""
     if scn.hosts < 2 or not cpu_may_limit(scn):
         return None
     footprint = max(getattr(scn, "sizes", None) or [0])
@@ -58,9 +59,12 @@ def measure_floor(scn):
     if walk:
         kinds += [("ring_op", "ring", walk, False, 1), ("chain_op", "chain", walk, False, 1),
                   ("ring_reduce_op", "ring", walk, True, 1)]
-    kinds += lane_kinds(getattr(scn, "per_host", 1), walk)
-    for key, shape, fp, reduce, lanes in kinds:
-        rates, error = run_streams(scn, shape == "ring", footprint=fp, reduce=reduce, lanes=lanes)
+    kinds = [k + (0.0, 0.0) for k in kinds + lane_kinds(getattr(scn, "per_host", 1), walk)]
+    per_host, in_place = getattr(scn, "per_host", 1), getattr(scn.args, "in_place", False)
+    kinds += [k for c in collectives for k in [shaped_kind(c, scn.hosts, per_host, walk, in_place)] if k]
+    for key, shape, fp, reduce, lanes, copy, add in kinds:
+        rates, error = run_streams(scn, shape == "ring", footprint=fp, reduce=reduce, lanes=lanes,
+                                   inside=(copy, add))
         if error:
             print(f"# tcp_streams ({key}) failed, no TCP floor this round: {error}", flush=True)
             return None
@@ -68,7 +72,7 @@ def measure_floor(scn):
     return floor
 
 
-def stream_args(scn, host, port, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False):
+def stream_args(scn, host, port, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False, inside=(0.0, 0.0)):
     """One tcp_streams process of host `host`: it listens on `port` and sends to the next host's
     `port` (a lane: with several processes a host, lane i uses port + i on every host)."""
     args = [str(scn.build / "bin/tcp_streams"), "--bytes", nbytes, "--timeout", str(FLOOR_TIMEOUT_S)]
@@ -76,6 +80,8 @@ def stream_args(scn, host, port, ring, nbytes=FLOOR_BYTES, footprint=None, reduc
         args += ["--footprint", str(footprint)]
     if reduce:
         args += ["--reduce"]
+    if any(inside):
+        args += ["--copy", f"{inside[0]:.4g}", "--add", f"{inside[1]:.4g}"]
     if ring or host > 0:
         args += ["--listen", str(port)]
     if ring or host < scn.hosts - 1:
@@ -83,11 +89,12 @@ def stream_args(scn, host, port, ring, nbytes=FLOOR_BYTES, footprint=None, reduc
     return args
 
 
-def run_streams(scn, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False, lanes=1):
+def run_streams(scn, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False, lanes=1, inside=(0.0, 0.0)):
     """Each process's rate, or an error text. `lanes` processes per host, in its namespace: lane
-    i of every host streams to lane i of the next host, all lanes at once."""
+    i of every host streams to lane i of the next host, all lanes at once; each also copying and
+    adding `inside` bytes a byte it streams (tcp_streams --copy --add)."""
     ports = [scn.next_port() for _ in range(lanes)]
-    procs = [subprocess.Popen(scn.in_host(h) + stream_args(scn, h, port, ring, nbytes, footprint, reduce),
+    procs = [subprocess.Popen(scn.in_host(h) + stream_args(scn, h, port, ring, nbytes, footprint, reduce, inside),
                               stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
              for port in ports for h in range(scn.hosts)]

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/tcp_streams, the CPU-bound regime's limit in bench/compare.py, on loopback: a ring of 3
 # and a chain of 3 carry every byte and print a rate, also walking a footprint that the bytes do
-# not fill evenly, and adding what they receive into it; a bad footprint is refused; a peer that never listens fails within the
-# timeout and says which step failed.
+# not fill evenly, and adding what they receive into it, and with the copies and adds inside a
+# host beside them; a bad footprint or ratio is refused; a peer that never listens fails within
+# the timeout and says which step failed.
 #   tcp_streams_e2e.sh TCP_STREAMS
 set -uo pipefail
 prog=${1:?path to tcp_streams}
@@ -29,6 +30,12 @@ run3 ring --footprint 6M  # 3 MiB each way, cycled: 8 MiB is 2 laps and 2 MiB mo
 run3 ring --footprint 6M --reduce  # each piece added into the footprint after it arrived
 [[ $(cat "$out"/ring.* | grep -c "sent 8388608 received 8388608 bytes in .* GB/s") == 3 ]] ||
   { cat "$out"/ring.*; echo "FAIL: ring that reduces: not every stream carried 8 MiB each way"; exit 1; }
+run3 ring --footprint 6M --copy 2 --add 1.5  # work inside the host beside the streams, 28 MiB
+[[ $(cat "$out"/ring.* | grep -c "sent 8388608 received 8388608 bytes in .* GB/s") == 3 ]] ||
+  { cat "$out"/ring.*; echo "FAIL: ring with work inside the host: not every stream carried 8 MiB each way"; exit 1; }
+if "$prog" --to "127.0.0.1:${p[0]}" --copy -1 >"$out/bad" 2>&1 || ! grep -q "copy wants bytes per byte" "$out/bad"; then
+  cat "$out/bad"; echo "FAIL: --copy -1 was not refused clearly"; exit 1
+fi
 if "$prog" --to "127.0.0.1:${p[0]}" --footprint 0 >"$out/bad" 2>&1 || ! grep -q "footprint wants a size" "$out/bad"; then
   cat "$out/bad"; echo "FAIL: --footprint 0 was not refused clearly"; exit 1
 fi
