@@ -18,7 +18,8 @@ no system can pass, not one each must reach.
 The ceiling in the algorithm's shape counts it. On this machine both simulated hosts, their TCP
 and the copies between the ranks of each host share one pair of cores, so each round also runs
 the streams as the algorithm lays them out (P lanes a host for the hierarchical all-reduce,
-reduce-scatter and all-gather; one chain for the broadcast, which relays through every rank)
+reduce-scatter and all-gather; one chain for the broadcast, which relays through every rank, and
+beside it P lanes of chains, a layout a broadcast could take)
 while each stream process makes, as bare memcpy and float32 adds, the work inside a host that
 the algorithm must do with the caller's buffers (tcp_streams --copy --add): every byte that
 passes between two ranks of a host copied once (one kernel copy, as CMA makes; through a shared
@@ -60,14 +61,18 @@ def work_inside_host(collective, hosts, per_host, in_place=False):
     return copy + (0 if in_place else 1 / (h - 1)), 0.0
 
 
-def shaped_kind(collective, hosts, per_host, walk, in_place=False):
-    """(floor key, shape, footprint, reduce, lanes, copy, add): the streams in the algorithm's
-    layout with the work inside each host, for one collective (None with one rank a host)."""
+def shaped_kinds(collective, hosts, per_host, walk, in_place=False):
+    """[(floor key, shape, footprint, reduce, lanes, copy, add)]: the streams in the algorithm's
+    layout with the work inside each host, for one collective (none with one rank a host). A
+    broadcast's chain may cross on one stream a host or on P: both are measured."""
     if per_host < 2 or not walk:
-        return None
+        return []
     copy, add = work_inside_host(collective, hosts, per_host, in_place)
-    shape, lanes = ("chain", 1) if collective == "broadcast" else ("ring", per_host)
-    return (f"shaped_{collective}", shape, walk, False, lanes, copy, add)
+    if collective == "broadcast":
+        layouts = [("chain", 1), ("chain", per_host)]
+    else:
+        layouts = [("ring", per_host)]
+    return [(f"shaped_{collective}_{lanes}", shape, walk, False, lanes, copy, add) for shape, lanes in layouts]
 
 
 def busbw_factor(collective, hosts, ranks):
@@ -113,16 +118,21 @@ def host_floor_lines(scn, m, collective, busbw_by_system):
 
 
 def shaped_parts(scn, m, collective, busbw_by_system, factor):
-    """The ceiling in the algorithm's shape (shaped_kind) and each system's busbw over it."""
-    kind = shaped_kind(collective, scn.hosts, scn.per_host, max(scn.sizes), scn.args.in_place)
-    key, _, _, _, lanes, copy, add = kind
-    rates = [f[key] * lanes for f in m.floors if key in f]
-    if not rates:
-        return []
-    ceiling = statistics.median(rates) * factor
-    ratios = ", ".join(f"{s} {b / ceiling:.2f}" for s, b in busbw_by_system.items() if b)
-    layout = "one chain through every rank" if lanes == 1 else f"{lanes} lanes a host"
-    return [f"in the algorithm's shape ({layout}, walking the op's memory, each stream's process also "
-            f"copying {copy:.3g} and adding {add:.3g} bytes a byte it sends, the least the ranks of a "
-            f"host must move between them with the caller's buffers): {statistics.median(rates):.3g} "
-            f"GB/s a host, busbw ceiling {ceiling:.3g} GB/s; largest size's busbw / that: {ratios}"]
+    """The ceilings in the algorithm's shape (shaped_kinds: each layout measured) and each
+    system's busbw over them."""
+    kinds = shaped_kinds(collective, scn.hosts, scn.per_host, max(scn.sizes), scn.args.in_place)
+    parts = []
+    for key, shape, _, _, lanes, copy, add in kinds:
+        rates = [f[key] * lanes for f in m.floors if key in f]
+        if not rates:
+            continue
+        ceiling = statistics.median(rates) * factor
+        ratios = ", ".join(f"{s} {b / ceiling:.2f}" for s, b in busbw_by_system.items() if b)
+        layout = {("chain", 1): "one chain through every rank, as coll's broadcast",
+                  ("chain", scn.per_host): f"{lanes} lanes of chains a host, a layout coll's broadcast does not use",
+                  }.get((shape, lanes), f"{lanes} lanes a host")
+        parts.append(f"in the algorithm's shape ({layout}; walking the op's memory, each stream's process also "
+                     f"copying {copy:.3g} and adding {add:.3g} bytes a byte it sends, the least the ranks of a "
+                     f"host must move between them with the caller's buffers): {statistics.median(rates):.3g} "
+                     f"GB/s a host, busbw ceiling {ceiling:.3g} GB/s; largest size's busbw / that: {ratios}")
+    return parts

@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import time
 
-from .host_floor import host_floor_lines, lane_kinds, shaped_kind
+from .host_floor import host_floor_lines, lane_kinds, shaped_kinds
 
 FLOOR_BYTES = "1G"  # a second or so per stream here: long against the start-up skew
 FLOOR_TIMEOUT_S = 60
@@ -61,7 +61,7 @@ def measure_floor(scn, collectives=()):
                   ("ring_reduce_op", "ring", walk, True, 1)]
     kinds = [k + (0.0, 0.0) for k in kinds + lane_kinds(getattr(scn, "per_host", 1), walk)]
     per_host, in_place = getattr(scn, "per_host", 1), getattr(scn.args, "in_place", False)
-    kinds += [k for c in collectives for k in [shaped_kind(c, scn.hosts, per_host, walk, in_place)] if k]
+    kinds += [k for c in collectives for k in shaped_kinds(c, scn.hosts, per_host, walk, in_place)]
     for key, shape, fp, reduce, lanes, copy, add in kinds:
         rates, error = run_streams(scn, shape == "ring", footprint=fp, reduce=reduce, lanes=lanes,
                                    inside=(copy, add))
