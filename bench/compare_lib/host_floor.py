@@ -19,12 +19,12 @@ The ceiling in the algorithm's shape counts it. On this machine both simulated h
 and the copies between the ranks of each host share one pair of cores, so each round also runs
 the streams as the algorithm lays them out (P lanes a host for the hierarchical all-reduce,
 reduce-scatter and all-gather; one chain for the broadcast, which relays through every rank, and
-beside it P lanes of chains, a layout a broadcast could take)
-while each stream process makes, as bare memcpy and float32 adds, the work inside a host that
-the algorithm must do with the caller's buffers (tcp_streams --copy --add): every byte that
-passes between two ranks of a host copied once (one kernel copy, as CMA makes; through a shared
-slot it takes two), every byte reduced added once, from that copy. What that leaves out is only
-the library: its synchronisation, its slots' second copy, its bookkeeping.
+beside it P lanes of chains, a layout a broadcast could take) while each stream's process makes,
+as bare memcpy and float32 adds, the work inside a host that the algorithm must do with the
+caller's buffers (tcp_streams --copy --add): every byte that passes between two ranks of a host
+copied once (one kernel copy, as CMA makes; through a shared slot it takes two), every byte
+reduced added once, from that copy. What that leaves out is only the library's own work: its
+synchronisation, its slots' second copy, its bookkeeping.
 """
 import statistics
 
