@@ -100,7 +100,8 @@ Options parseOptions(int argc, char** argv) {
     } else if (flag == "--copy" || flag == "--add") {
       char* end = nullptr;
       double ratio = std::strtod(value.c_str(), &end);
-      if (*end || ratio < 0) failWithout(flag + " wants bytes per byte streamed, like 1.5, got " + value);
+      if (value.empty() || *end || !(ratio >= 0 && ratio <= 1000))  // NaN fails both comparisons
+        failWithout(flag + " wants bytes per byte streamed, 0 to 1000, like 1.5, got " + value);
       (flag == "--copy" ? o.copy_per_byte : o.add_per_byte) = ratio;
     } else if (flag == "--timeout") {
       o.timeout_s = std::atoi(value.c_str());

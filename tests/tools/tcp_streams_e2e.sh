@@ -33,9 +33,11 @@ run3 ring --footprint 6M --reduce  # each piece added into the footprint after i
 run3 ring --footprint 6M --copy 2 --add 1.5  # work inside the host beside the streams, 28 MiB
 [[ $(cat "$out"/ring.* | grep -c "sent 8388608 received 8388608 bytes in .* GB/s") == 3 ]] ||
   { cat "$out"/ring.*; echo "FAIL: ring with work inside the host: not every stream carried 8 MiB each way"; exit 1; }
-if "$prog" --to "127.0.0.1:${p[0]}" --copy -1 >"$out/bad" 2>&1 || ! grep -q "copy wants bytes per byte" "$out/bad"; then
-  cat "$out/bad"; echo "FAIL: --copy -1 was not refused clearly"; exit 1
-fi
+for bad in -1 nan 1.5x ""; do
+  if "$prog" --to "127.0.0.1:${p[0]}" --copy "$bad" >"$out/bad" 2>&1 || ! grep -q "copy wants bytes per byte" "$out/bad"; then
+    cat "$out/bad"; echo "FAIL: --copy '$bad' was not refused clearly"; exit 1
+  fi
+done
 if "$prog" --to "127.0.0.1:${p[0]}" --footprint 0 >"$out/bad" 2>&1 || ! grep -q "footprint wants a size" "$out/bad"; then
   cat "$out/bad"; echo "FAIL: --footprint 0 was not refused clearly"; exit 1
 fi
