@@ -66,20 +66,18 @@ struct Schedule {
   uint32_t num_phases = 0;
 };
 
-// Whether a rank's schedule sends and reduces nothing (an all-gather's ranks, a broadcast's root
-// and middle ranks, a gather's senders): the executor's hint that shared memory may let its
-// receivers read its large messages by CMA, one copy on the receiver's core instead of one on
-// each side (ExecPlan::sends_reducing_nothing; coll-sim models the same). A root that only
-// sends was left out until 2026-12-05, as a core with time to spare; where the cores also carry
-// the network's work, one copy was faster (docs/PERFORMANCE.md), and the transport times the
-// two ways anyway (ShmConnection::sendsByCma).
-inline bool sendsAndReducesNothing(const Schedule& s) {
-  bool sends = false;
+// Whether a rank's schedule both sends and receives and reduces nothing (an all-gather's
+// ranks, a chain broadcast's middle): its core is busy copying both ways, and shared memory
+// then lets its peers read its large messages by CMA (the executor's
+// ExecPlan::copies_both_ways; coll-sim models the same).
+inline bool copiesBothWays(const Schedule& s) {
+  bool sends = false, receives = false;
   for (const Step& st : s.steps) {
     if (st.kind == StepKind::recvReduce) return false;
     sends = sends || (st.kind == StepKind::send && st.peer >= 0);
+    receives = receives || (st.kind == StepKind::recv && st.peer >= 0);
   }
-  return sends;
+  return sends && receives;
 }
 
 }  // namespace coll::algo

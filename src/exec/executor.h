@@ -57,11 +57,10 @@ struct ExecContext {
 struct ExecPlan : WalkPlan {
   std::vector<int32_t> forward_send;  // per step: for a recvReduce, the send of its result (Step::forwards), or -1
   std::vector<int32_t> relay_send;    // per step: for a recv, the send that passes its bytes on as they are, or -1
-  // Sends, and no receive that reduces (algo::sendsAndReducesNothing): the
-  // Connection::setSenderReducesNothing hint. A receiver that only copies saves the sender's
-  // copy by reading the sender's memory; a rank that reduces what it receives is left out, as
-  // reducing straight out of the slots was faster.
-  bool sends_reducing_nothing = false;
+  // Lanes to peers in both directions, and no receive that reduces: the Connection::setBusySender
+  // hint. A receiver that only copies saves its copy by reading the sender's memory; one that
+  // reduces reads the bytes once either way, and reducing straight out of the slots was faster.
+  bool copies_both_ways = false;
 
   static ExecPlan of(const algo::Schedule& schedule);
 };

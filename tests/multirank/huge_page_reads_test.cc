@@ -1,8 +1,8 @@
 // Ranks on one host with the default CMA policy (transport/shm/huge_pages.h): the send buffers
 // of repeated all-gathers and broadcasts become huge-page backed in the background, after which
-// the large messages of senders that reduce nothing may be read straight from their memory.
-// Every op carries fresh values, so a read of a stale buffer or of the wrong pages shows; odd
-// counts leave a short last slice and messages that straddle 2 MiB pages.
+// busy senders' messages are read straight from their memory. Every op carries fresh values, so
+// a read of a stale buffer or of the wrong pages shows; odd counts leave a short last slice and
+// messages that straddle 2 MiB pages.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -23,8 +23,8 @@ namespace {
 
 constexpr size_t kPerRank = (5 << 20) / 4 + 5;  // f32: 5 MiB and 20 bytes
 // Each round sends each 2 MiB page of a buffer once: after kCollapseRound rounds the pages
-// are queued for collapsing, and the rounds after may read them as huge pages. A sender that
-// reduces nothing times its first 3 such ops through the slots and the next 3 by CMA (ShmConnection's
+// are queued for collapsing, and the rounds after may read them as huge pages. A busy sender
+// times its first 3 such ops through the slots and the next 3 by CMA (ShmConnection's
 // kWayRules), then takes the faster: 8 rounds after the collapse go both ways.
 constexpr int kCollapseRound =
     static_cast<int>(transport::shm::HugePages::kSentBeforeCollapse / transport::shm::HugePages::kPageBytes);
@@ -90,9 +90,9 @@ void allgatherRounds(Communicator& comm, int n, int rank, bool in_place) {
              "with --env=COLL_SLICE_BYTES= as ctest does, not the test runner's 4 KiB)");
 }
 
-// A chain: the root and the ranks between it and the last send and reduce nothing, so the next
-// rank may read what they send from their memory, whichever way their timing keeps (on 2 cores
-// with ranks that do nothing else, the slots): this checks the rounds' data.
+// A chain: the ranks between the root and the last both receive and send, so they are busy
+// senders whose output the next rank reads. That needs 3 ranks with a core each: on 2 cores
+// the ranks keep the slots, and this checks the rounds' data only.
 void broadcastRounds(Communicator& comm, int n, int rank) {
   const size_t count = kPerRank * 2;
   std::vector<float> buf(count);

@@ -182,10 +182,10 @@ TEST(CollSim, ASenderInsideAHostCopiesIntoTheRingForAReducingOp) {
   EXPECT_NEAR(run(without, q).seconds, pass, pass * 0.1);
 }
 
-// An all-gather's ranks both send and receive and reduce nothing: senders whose messages
+// An all-gather's ranks both send and receive and reduce nothing: busy senders, whose messages
 // of 256 KiB and more are read by CMA. A rank of 3 then copies its own chunk to its output and
 // reads the two others into it, and forwards the one it received without copying it again.
-TEST(CollSim, LargeMessagesOfASenderReducingNothingAreReadWithoutItsCopy) {
+TEST(CollSim, ABusySendersLargeMessagesAreReadWithoutItsCopy) {
   const ClusterModel m = cluster(1, 3, "1gbit");
   SimRequest q = request(algo::Collective::allgather, "ring", 48 << 20);
   q.iters = 2;

@@ -1,6 +1,6 @@
 // ExecPlan::of (exec/executor.h): what the executor derives from a schedule before running it,
-// here the hint that lets a transport have receivers read the memory of a sender that reduces nothing
-// (Connection::setSenderReducesNothing) and the receives whose bytes a send passes on unchanged
+// here the hint that lets a transport have receivers read a busy sender's memory
+// (Connection::setBusySender) and the receives whose bytes a send passes on unchanged
 // (Connection::postRecvRelay).
 #include <gtest/gtest.h>
 
@@ -24,27 +24,26 @@ algo::BuildParams params(int rank, int nranks) {
   return p;
 }
 
-TEST(ExecPlan, AllGathersRanksSendAndReduceNothing) {
+TEST(ExecPlan, AllGatherCopiesBothWays) {
   for (int n : {2, 3, 5})
-    for (int r = 0; r < n; ++r) EXPECT_TRUE(ExecPlan::of(algo::buildRingAllgather(params(r, n))).sends_reducing_nothing);
+    for (int r = 0; r < n; ++r) EXPECT_TRUE(ExecPlan::of(algo::buildRingAllgather(params(r, n))).copies_both_ways);
 }
 
 TEST(ExecPlan, ReducingOpsDoNot) {
   for (int n : {2, 3})
     for (int r = 0; r < n; ++r) {
-      EXPECT_FALSE(ExecPlan::of(algo::buildRingAllreduce(params(r, n))).sends_reducing_nothing) << "all-reduce rank " << r;
-      EXPECT_FALSE(ExecPlan::of(algo::buildRingReduceScatter(params(r, n))).sends_reducing_nothing) << "rank " << r;
+      EXPECT_FALSE(ExecPlan::of(algo::buildRingAllreduce(params(r, n))).copies_both_ways) << "all-reduce rank " << r;
+      EXPECT_FALSE(ExecPlan::of(algo::buildRingReduceScatter(params(r, n))).copies_both_ways) << "rank " << r;
     }
 }
 
-// The root (it only sends) and the middle of a chain; not its last rank, which sends nothing.
-TEST(ExecPlan, ABroadcastChainsSendersReduceNothing) {
+TEST(ExecPlan, OnlyTheMiddleOfABroadcastChainCopiesBothWays) {
   const int n = 4;
   for (int r = 0; r < n; ++r) {
     algo::BuildParams p = params(r, n);
     p.in_place = true;
-    const bool sends = r != n - 1;  // the chain runs from the root, rank 0, upwards
-    EXPECT_EQ(ExecPlan::of(algo::buildChainBroadcast(p)).sends_reducing_nothing, sends) << "rank " << r;
+    const bool middle = r != 0 && r != n - 1;  // the chain runs from the root, rank 0, upwards
+    EXPECT_EQ(ExecPlan::of(algo::buildChainBroadcast(p)).copies_both_ways, middle) << "rank " << r;
   }
 }
 

@@ -39,9 +39,8 @@ enum Flag : uint8_t {
 };
 
 // coll's shared memory reads a message by CMA, the sender not copying it, only where the sender
-// reduces nothing (algo::sendsAndReducesNothing: ShmConnection::sendsByCma) and the message is
-// at least COLL_SHM_CMA_THRESHOLD's default; coll times that way against the slots, coll-sim
-// takes CMA. Everything else goes through the ring's slots: the sender
+// is busy (algo::copiesBothWays: ShmConnection::sendsByCma) and the message is at least
+// COLL_SHM_CMA_THRESHOLD's default. Everything else goes through the ring's slots: the sender
 // copies in, the receiver copies (or reduces) out.
 constexpr uint32_t kCmaMinBytes = 256 << 10;
 
@@ -98,7 +97,7 @@ class Loader {
     s_.first.push_back(static_cast<uint32_t>(s_.size()));
     s_.run_length.push_back(static_cast<uint32_t>(L));
     s_.plan.push_back(WalkPlan::of(sched));
-    reduces_nothing_ = algo::sendsAndReducesNothing(sched);
+    busy_ = algo::copiesBothWays(sched);
     for (int k = 0; k < runs_; ++k) {
       for (const algo::Step& st : sched.steps) COLL_RETURN_IF_ERROR(addStep(rank, st));
       Rec join;
@@ -158,13 +157,13 @@ class Loader {
   bool senderCopies(int rank, const algo::Step& st) const {
     if (m_.fabric.shm_ring_bytes <= 0 || st.peer < 0 || st.peer >= n_) return false;
     if (m_.host_of[static_cast<size_t>(rank)] != m_.host_of[static_cast<size_t>(st.peer)]) return false;
-    return !(reduces_nothing_ && st.bytes >= kCmaMinBytes) || st.copy_to_output;
+    return !(busy_ && st.bytes >= kCmaMinBytes) || st.copy_to_output;
   }
 
   const ClusterModel& m_;
   Steps& s_;
   int n_, period_, runs_;
-  bool reduces_nothing_ = false;  // the schedule being added: algo::sendsAndReducesNothing()
+  bool busy_ = false;  // the schedule being added: algo::copiesBothWays()
 };
 
 // A step completes at t; or (work) a receive's message is there and the step ready at t, so
