@@ -3,6 +3,16 @@
 // of a schedule uses slot k mod depth and waits for step k - depth, the slot's previous user.
 // Every algorithm whose receives combine (ring, tree, halving-doubling, hierarchical, direct,
 // ordered) takes its slots here.
+//
+// Slices over kLargeSlotBytes (the larger slices of big ops between hosts, slice_size.h) take
+// two slots whatever the depth: the reduction then reads a slot soon after the socket filled it,
+// and fewer receives wait posted at once. Netcluster 4 x 1 (4 ranks on 2 cores), ring all-reduce,
+// ms an op, interleaved A/B runs of COLL_PIPELINE_DEPTH (bench/scripts/env_ab.py): 256 MiB at
+// 10 Gbit/s (2.4 MiB slices), 8 slots 921-937 in three runs, 3 slots 926, 2 slots 850-867,
+// 1 slot 864, a profile putting the 8 % in the socket's receive copy and the softirq work beside
+// it; 64 MiB there 238 against 220 (2 slots) and 216 (1); unshaped 256 MiB (4 MiB slices) 708-713
+// against 690-691 (2) and 712 (1); 16 MiB (2 MiB slices) alike at 2, 4 and 8 slots; 2 x 2 at
+// 10 Gbit/s, 256 MiB: hierarchical all-reduce 479 against 468, reduce-scatter 258 against 253.
 #pragma once
 
 #include <algorithm>
@@ -15,9 +25,19 @@
 
 namespace coll::algo {
 
+inline constexpr size_t kLargeSlotBytes = size_t{1} << 20;
+inline constexpr int kLargeSlots = 2;
+
+// How many slots of `slice_bytes` a schedule rotates: `depth` (COLL_PIPELINE_DEPTH), at most
+// kLargeSlots for slices over kLargeSlotBytes, at least one.
+inline size_t reduceSlotCount(int depth, size_t slice_bytes) {
+  const int most = slice_bytes > kLargeSlotBytes ? std::min(depth, kLargeSlots) : depth;
+  return static_cast<size_t>(std::max(most, 1));
+}
+
 class ReduceSlots {
  public:
-  ReduceSlots(int depth, size_t slice_bytes) : depth_(static_cast<size_t>(std::max(depth, 1))), slice_(slice_bytes) {}
+  ReduceSlots(int depth, size_t slice_bytes) : depth_(reduceSlotCount(depth, slice_bytes)), slice_(slice_bytes) {}
   explicit ReduceSlots(const BuildParams& p) : ReduceSlots(p.pipeline_depth, p.slice_bytes) {}
 
   // Gives `step` the next slot and the wait for that slot's previous user. The index the

@@ -53,5 +53,16 @@ TEST(ReduceSlots, StepsTheCallerAddsItselfTakeTheSameTurns) {
   EXPECT_EQ(second.deps[0], 0u);
 }
 
+TEST(ReduceSlots, LargeSlicesTakeTwoSlotsWhateverTheDepth) {
+  EXPECT_EQ(reduceSlotCount(8, 512 << 10), 8u);   // the configured slice: the depth
+  EXPECT_EQ(reduceSlotCount(8, kLargeSlotBytes), 8u);
+  EXPECT_EQ(reduceSlotCount(8, kLargeSlotBytes + 1), 2u);
+  EXPECT_EQ(reduceSlotCount(8, 4 << 20), 2u);     // the largest network slice
+  EXPECT_EQ(reduceSlotCount(1, 4 << 20), 1u);     // a smaller depth stays
+  EXPECT_EQ(reduceSlotCount(0, 64), 1u);          // always one
+  ReduceSlots slots(8, 4 << 20);
+  EXPECT_EQ(slots.reserved(), size_t{8} << 20);
+}
+
 }  // namespace
 }  // namespace coll::algo
