@@ -10,9 +10,10 @@
 // ms an op, interleaved A/B runs of COLL_PIPELINE_DEPTH (bench/scripts/env_ab.py): 256 MiB at
 // 10 Gbit/s (2.4 MiB slices), 8 slots 921-937 in three runs, 3 slots 926, 2 slots 850-867,
 // 1 slot 864, a profile putting the 8 % in the socket's receive copy and the softirq work beside
-// it; 64 MiB there 238 against 220 (2 slots) and 216 (1); unshaped 256 MiB (4 MiB slices) 708-713
-// against 690-691 (2) and 712 (1); 16 MiB (2 MiB slices) alike at 2, 4 and 8 slots; 2 x 2 at
-// 10 Gbit/s, 256 MiB: hierarchical all-reduce 479 against 468, reduce-scatter 258 against 253.
+// it; 64 MiB there 238 against 220 (2 slots) and 216 (1); unshaped 256 MiB (4 MiB slices) 705-713
+// against 690-722 (2; 722 in the first of three runs) and 712 (1); 16 MiB (2 MiB slices) alike at
+// 2, 4 and 8 slots; 2 x 2 at 10 Gbit/s, 256 MiB: hierarchical all-reduce 479 against 468,
+// reduce-scatter 258 against 253.
 #pragma once
 
 #include <algorithm>
