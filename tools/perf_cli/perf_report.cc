@@ -15,6 +15,17 @@ constexpr const char* kLabelColumns = "# %10s  %12s  %8s  %6s  %6s";
 constexpr const char* kCellColumns = "  %7s  %6s  %6s  %6s";
 // -K: after each placement's cells, the per-op median and 99th percentile and the CPU per GB.
 constexpr const char* kStatsColumns = "  %7s  %7s  %6s";
+// In ops whose ranks both send and receive without reducing (all-gather, broadcast's chain,
+// all-to-all), coll's shared memory reads a send buffer in reuse by CMA once each of its 2 MiB
+// pages has been sent from 8 times over and a background thread has made it a huge page
+// (src/transport/shm/huge_pages.h), for messages of 256 KiB and more: with fewer untimed ops,
+// the timed ones may carry that one-time work and the change of path.
+constexpr int kSteadyWarmup = 10;
+constexpr size_t kCmaMessageBytes = size_t{256} << 10;
+
+bool readsReusedBuffersByCma(const std::string& collective) {
+  return collective == "all_gather" || collective == "broadcast" || collective == "alltoall";
+}
 
 struct HeaderCells {
   const char* time;
@@ -109,6 +120,12 @@ void Reporter::printPreamble(int nranks, const std::vector<std::string>& rankLin
     std::fprintf(out_,
                  "# Blocking Enabled: wait for completion after each collective (no barrier) \n");
   }
+  if (o.warmupIters < kSteadyWarmup && o.maxBytes >= kCmaMessageBytes && !o.deviceBuffers && nranks > 1 &&
+      readsReusedBuffersByCma(collective_))
+    std::fprintf(out_,
+                 "# warmup iters %d: ops of 256 KiB and more may be timed before shared memory reads the reused "
+                 "send buffers by CMA (after 8 uses); -w %d for the steady state\n",
+                 o.warmupIters, kSteadyWarmup);
   if (json_ != nullptr) std::fprintf(out_, "# Writing JSON lines to %s\n", o.jsonPath.c_str());
   std::fprintf(out_, "#\n# Using devices\n");
   for (const std::string& line : rankLines) std::fprintf(out_, "%s\n", line.c_str());
