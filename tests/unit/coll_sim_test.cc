@@ -146,6 +146,45 @@ TEST(CollSim, EachOpCostsEveryRankItsSoftwareTime) {
   EXPECT_NEAR(with.slowest_rank_s - base.slowest_rank_s, slow.per_op_s, slow.per_op_s * 0.02);
 }
 
+// Where the loaded step exceeds α (ranks queue for cores), half of it is each end's software
+// time and what is left latency, floored by α: one 8 B message across hosts costs the loaded
+// step plus α, and three messages into one rank at once queue on its thread, so a direct
+// all-reduce (3 into each rank, twice) costs about 3 loaded steps a phase where recursive
+// doubling's 2 steps cost one each (netcluster 4 x 1: 2-2.6 x, docs/SIMULATOR.md).
+ClusterModel loadedCluster(int hosts, double loaded_step_s) {
+  ClusterFlags f;
+  f.hosts = hosts;
+  f.inter_alpha_s = 5e-6;  // an idle ping-pong's, as netcluster's probe gives
+  f.loaded_step_s = loaded_step_s;
+  ClusterModel m;
+  Status st = clusterFromFlags(f, &m);
+  EXPECT_TRUE(st) << st.message();
+  return m;
+}
+
+TEST(CollSim, ALoadedStepIsEachEndsSoftwareWhereRanksQueueForCores) {
+  const ClusterModel m = loadedCluster(2, 40e-6);
+  EXPECT_DOUBLE_EQ(m.perMessageSeconds(true), 20e-6);
+  EXPECT_DOUBLE_EQ(m.latencySeconds(true), m.topo.inter.alpha_s);
+  EXPECT_DOUBLE_EQ(m.idlePerMessageSeconds(true), m.topo.inter.alpha_s / 4);  // a ping-pong's
+  SimRequest q = request(algo::Collective::broadcast, "direct", 8);
+  q.in_place = true;
+  const SimResult one = run(m, q);
+  EXPECT_NEAR(one.slowest_rank_s, 40e-6 + 8 / m.topo.inter.beta_Bps + m.topo.inter.alpha_s, 1e-9);
+
+  const ClusterModel four = loadedCluster(4, 40e-6);
+  const double direct = run(four, request(algo::Collective::allreduce, "direct", 512)).seconds;
+  const double rd = run(four, request(algo::Collective::allreduce, "rd", 512)).seconds;
+  EXPECT_GT(direct, 2 * rd);
+}
+
+// Without a loaded step above α nothing changes: α / 4 a message, α as latency.
+TEST(CollSim, AnIdleClusterKeepsItsQuarterAlphaPerMessage) {
+  const ClusterModel m = loadedCluster(2, 0);
+  EXPECT_DOUBLE_EQ(m.perMessageSeconds(true), m.topo.inter.alpha_s / 4);
+  EXPECT_DOUBLE_EQ(m.latencySeconds(true), m.topo.inter.alpha_s);
+}
+
 // One host, a chain broadcast of 64 MiB in back-to-back runs: the root's sends are done only as
 // its reader drains the shared-memory ring, and the reader takes each run's bytes at intra β,
 // so the root's time per op is the reader's. With no ring (0: a sender never waits) the root

@@ -37,16 +37,39 @@ double ClusterModel::leafUplinkBps() const {
   return per_leaf * fabric.nics_per_host * topo.inter.beta_Bps / fabric.oversubscription;
 }
 
+// Where ranks outnumber cores, a step's time is mostly the ends' threads waiting for a core,
+// which a loaded step (every rank sending at once) holds and an idle ping-pong does not. Charged
+// as software on each end's thread, concurrent messages into one rank queue behind each other
+// as they do there: on netcluster 4 × 1 a direct all-reduce of 8 B-8 KiB (3 messages into each
+// rank at once, twice) took a median 2.1 × recursive doubling's 2 steps, and with the loaded
+// step as latency alone coll-sim priced it at a median 0.48 of that. Half of it at each end: a
+// step across hosts then costs the loaded step plus α. On the six kept measurement pairs
+// (docs/SIMULATOR.md, "The loaded step as software") 0.4-0.5 of it never did worse than
+// latency alone.
 double ClusterModel::perMessageSeconds(bool across_hosts) const {
+  const double idle = idlePerMessageSeconds(across_hosts);
+  const double alpha = across_hosts ? topo.inter.alpha_s : topo.intra.alpha_s;
+  if (fabric.per_message_s >= 0 || !(topo.loaded_step_s > alpha)) return idle;
+  return topo.loaded_step_s / 2;
+}
+
+double ClusterModel::idlePerMessageSeconds(bool across_hosts) const {
   if (fabric.per_message_s >= 0) return fabric.per_message_s;
   return (across_hosts ? topo.inter.alpha_s : topo.intra.alpha_s) / 4;
 }
 
+double ClusterModel::latencySeconds(bool across_hosts) const {
+  const double alpha = across_hosts ? topo.inter.alpha_s : topo.intra.alpha_s;
+  const double software = across_hosts ? 2 * perMessageSeconds(true) : perMessageSeconds(false);
+  return std::max(alpha, topo.loaded_step_s - software);
+}
+
+// An idle ping-pong's α: the loaded step's queueing is not in it.
 topology::Topology ClusterModel::probedTopology() const {
   topology::Topology t = topo;
   if (from_file) return t;
-  t.inter.alpha_s += 2 * perMessageSeconds(true);  // the write, and the read at the other end
-  t.intra.alpha_s += perMessageSeconds(false);     // the sender's post into the ring
+  t.inter.alpha_s += 2 * idlePerMessageSeconds(true);  // the write, and the read at the other end
+  t.intra.alpha_s += idlePerMessageSeconds(false);     // the sender's post into the ring
   return t;
 }
 

@@ -25,7 +25,9 @@ struct Fabric {
   double oversubscription = 1;   // a leaf's host-facing capacity over its spine-facing capacity
   double host_memory_Bps = 0;    // what all copies inside one host share; 0: no limit but each rank's β
   // Software time per message: the sender's inside a host, each end's across hosts (a socket's
-  // write, and its read). < 0: the link class's α / 4 (intra: the cost model's per-message figure).
+  // write, and its read). < 0: where the probe's loaded step exceeds the link class's α (ranks
+  // queue for cores), half the loaded step; elsewhere the link class's α / 4 (intra: the cost
+  // model's per-message figure). ClusterModel::perMessageSeconds says why.
   double per_message_s = -1;
   // Software time per op on each rank, on its progress thread between one op and the next:
   // handing the op to the progress thread, waking the caller when it is done. 0: none.
@@ -56,6 +58,11 @@ struct ClusterModel {
   // What one leaf's uplink (and downlink) to the spine carries each way.
   double leafUplinkBps() const;
   double perMessageSeconds(bool across_hosts = false) const;
+  // The same with the ranks idle (a ping-pong, the start-up's round trips): no loaded step.
+  double idlePerMessageSeconds(bool across_hosts) const;
+  // What the step's software leaves of the probe's loaded step as latency, floored by the link
+  // class's α: the time from a message's send to its arrival (Network::alpha).
+  double latencySeconds(bool across_hosts) const;
   // The topology the selector sees: what coll's probe would measure here. Its ping-pong α
   // holds the software time of each end, which coll-sim charges apart from a flag's α; a
   // topology file holds probed figures already (from_file).

@@ -40,12 +40,10 @@ int Network::nic(int rank) const {
 }
 
 // Where the probe's loaded step (one step with every rank sending, topology.h) exceeds a link
-// class's idle α, ranks share cores and a message waits for its receiver to be scheduled: it
-// then arrives a loaded step after it was sent, as the cost model charges a busy step
-// (cost_model.cc, stepAny).
-double Network::alpha(int src, int dst) const {
-  return std::max(sameHost(src, dst) ? m_.topo.intra.alpha_s : m_.topo.inter.alpha_s, m_.topo.loaded_step_s);
-}
+// class's idle α, ranks share cores: the step's software at each end is charged on the ranks'
+// threads (ClusterModel::perMessageSeconds) and what it leaves of the loaded step is latency,
+// so that one step still costs what the cost model charges a busy one (cost_model.cc, stepAny).
+double Network::alpha(int src, int dst) const { return m_.latencySeconds(!sameHost(src, dst)); }
 
 double Network::receiveWork(int rank, int from, double start, double bytes, bool reduces) {
   // From a socket: its read, then the reduction if any.

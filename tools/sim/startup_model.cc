@@ -72,10 +72,10 @@ double probeSeconds(const ClusterModel& m, const StartupLayout& job, const Start
   if (job.ranks() < 2) return 0;
   double s = 0;
   if (*std::max_element(job.ranks_per_host.begin(), job.ranks_per_host.end()) >= 2)
-    s += pairProbeSeconds(m.topo.intra, m.perMessageSeconds(false));
-  if (job.hosts() > 1) s += pairProbeSeconds(m.topo.inter, 2 * m.perMessageSeconds(true));
+    s += pairProbeSeconds(m.topo.intra, m.idlePerMessageSeconds(false));
+  if (job.hosts() > 1) s += pairProbeSeconds(m.topo.inter, 2 * m.idlePerMessageSeconds(true));
   const topology::LinkParams& ring = job.hosts() > 1 ? m.topo.inter : m.topo.intra;
-  const double hop = std::max(ring.alpha_s + m.perMessageSeconds(job.hosts() > 1), stretch * c.switch_s);
+  const double hop = std::max(ring.alpha_s + m.idlePerMessageSeconds(job.hosts() > 1), stretch * c.switch_s);
   s += (topology::kLoadedStepRuns + 1) * topology::kLoadedStepRounds * hop;
   return s + c.gamma_probe_s * stretch;  // everyone waits for the leaders' figures
 }
@@ -128,7 +128,7 @@ Status estimateStartup(const ClusterModel& m, const StartupCosts& c, StartupEsti
   const int fullest = *std::max_element(job.ranks_per_host.begin(), job.ranks_per_host.end());
   const Stretch stretch{c.cores_per_host};
   out->oversubscription = stretch.of(fullest);
-  const double round_trip_remote = 2 * (m.topo.inter.alpha_s + m.perMessageSeconds(true));
+  const double round_trip_remote = 2 * (m.topo.inter.alpha_s + m.idlePerMessageSeconds(true));
   // Launch: hosts on a binary tree (one host: collrun, which first watches whether the CPUs are
   // idle enough to pin ranks), then each host's processes one after another, loading in parallel.
   out->launch_s = (job.hosts() > 1 ? c.host_launch_s * std::ceil(std::log2(job.hosts() + 1.0)) : c.placement_sample_s) +
