@@ -32,6 +32,8 @@ Network::Network(const ClusterModel& m, int period) : peak_Bps_(m.topo.intra.bet
   leaf_down_ = leaf_up_;
   host_memory_.assign(hosts, Link{0, m.fabric.host_memory_Bps, 0, 0, 0});
   worker_free_.assign(static_cast<size_t>(m.topo.nranks), 0);
+  latency_intra_ = m.latencySeconds(false);
+  latency_inter_ = m.latencySeconds(true);
 }
 
 int Network::nic(int rank) const {
@@ -43,7 +45,7 @@ int Network::nic(int rank) const {
 // class's idle α, ranks share cores: the step's software at each end is charged on the ranks'
 // threads (ClusterModel::perMessageSeconds) and what it leaves of the loaded step is latency,
 // so that one step still costs what the cost model charges a busy one (cost_model.cc, stepAny).
-double Network::alpha(int src, int dst) const { return m_.latencySeconds(!sameHost(src, dst)); }
+double Network::alpha(int src, int dst) const { return sameHost(src, dst) ? latency_intra_ : latency_inter_; }
 
 double Network::receiveWork(int rank, int from, double start, double bytes, bool reduces) {
   // From a socket: its read, then the reduction if any.

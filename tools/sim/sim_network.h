@@ -70,6 +70,7 @@ class Network {
   std::vector<Link> leaf_up_, leaf_down_;
   std::vector<Link> host_memory_;
   std::vector<double> worker_free_;      // per rank
+  double latency_intra_, latency_inter_;  // ClusterModel::latencySeconds, once: alpha() is per message
 };
 
 }  // namespace coll::sim
