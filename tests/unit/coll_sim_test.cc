@@ -150,7 +150,7 @@ TEST(CollSim, EachOpCostsEveryRankItsSoftwareTime) {
 // time and what is left latency, floored by α: one 8 B message across hosts costs the loaded
 // step plus α, and three messages into one rank at once queue on its thread, so a direct
 // all-reduce (3 into each rank, twice) costs about 3 loaded steps a phase where recursive
-// doubling's 2 steps cost one each (netcluster 4 x 1: 2-2.6 x, docs/SIMULATOR.md).
+// doubling's 2 steps cost one each (netcluster 4 x 1: a median 2.1 x, docs/SIMULATOR.md).
 ClusterModel loadedCluster(int hosts, double loaded_step_s) {
   ClusterFlags f;
   f.hosts = hosts;

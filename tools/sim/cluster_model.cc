@@ -48,18 +48,17 @@ double ClusterModel::leafUplinkBps() const {
 // latency alone.
 double ClusterModel::perMessageSeconds(bool across_hosts) const {
   const double idle = idlePerMessageSeconds(across_hosts);
-  const double alpha = across_hosts ? topo.inter.alpha_s : topo.intra.alpha_s;
-  if (fabric.per_message_s >= 0 || !(topo.loaded_step_s > alpha)) return idle;
+  if (fabric.per_message_s >= 0 || !(topo.loaded_step_s > alphaOf(across_hosts))) return idle;
   return topo.loaded_step_s / 2;
 }
 
 double ClusterModel::idlePerMessageSeconds(bool across_hosts) const {
   if (fabric.per_message_s >= 0) return fabric.per_message_s;
-  return (across_hosts ? topo.inter.alpha_s : topo.intra.alpha_s) / 4;
+  return alphaOf(across_hosts) / 4;
 }
 
 double ClusterModel::latencySeconds(bool across_hosts) const {
-  const double alpha = across_hosts ? topo.inter.alpha_s : topo.intra.alpha_s;
+  const double alpha = alphaOf(across_hosts);
   const double software = across_hosts ? 2 * perMessageSeconds(true) : perMessageSeconds(false);
   return std::max(alpha, topo.loaded_step_s - software);
 }

@@ -57,6 +57,7 @@ struct ClusterModel {
   int numLeaves() const { return topo.leaves.leaves(numHosts()); }
   // What one leaf's uplink (and downlink) to the spine carries each way.
   double leafUplinkBps() const;
+  double alphaOf(bool across_hosts) const { return across_hosts ? topo.inter.alpha_s : topo.intra.alpha_s; }
   double perMessageSeconds(bool across_hosts = false) const;
   // The same with the ranks idle (a ping-pong, the start-up's round trips): no loaded step.
   double idlePerMessageSeconds(bool across_hosts) const;

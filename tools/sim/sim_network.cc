@@ -43,8 +43,8 @@ int Network::nic(int rank) const {
 
 // Where the probe's loaded step (one step with every rank sending, topology.h) exceeds a link
 // class's idle α, ranks share cores: the step's software at each end is charged on the ranks'
-// threads (ClusterModel::perMessageSeconds) and what it leaves of the loaded step is latency,
-// so that one step still costs what the cost model charges a busy one (cost_model.cc, stepAny).
+// threads (ClusterModel::perMessageSeconds) and what it leaves of the loaded step, α at least, is
+// latency: one step across hosts costs the loaded step plus α.
 double Network::alpha(int src, int dst) const { return sameHost(src, dst) ? latency_intra_ : latency_inter_; }
 
 double Network::receiveWork(int rank, int from, double start, double bytes, bool reduces) {
