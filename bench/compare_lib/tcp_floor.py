@@ -61,15 +61,48 @@ def measure_floor(scn, collectives=()):
                   ("ring_reduce_op", "ring", walk, True, 1)]
     kinds = [k + (0.0, 0.0) for k in kinds + lane_kinds(getattr(scn, "per_host", 1), walk)]
     per_host, in_place = getattr(scn, "per_host", 1), getattr(scn.args, "in_place", False)
-    kinds += [k for c in collectives for k in shaped_kinds(c, scn.hosts, per_host, walk, in_place)]
+    ranks = scn.hosts * per_host
+    if walk and per_host == 1:
+        kinds += [k + (1, 0.0, 0.0) for c in collectives for k in footprint_kinds(c, walk, ranks, in_place)]
+    kinds += [k for c in collectives
+              for k in shaped_kinds(c, scn.hosts, per_host, walk and op_footprint(c, walk, ranks, in_place), in_place)]
+    measured = {}  # the same streams asked for under two keys run once
     for key, shape, fp, reduce, lanes, copy, add in kinds:
-        rates, error = run_streams(scn, shape == "ring", footprint=fp, reduce=reduce, lanes=lanes,
-                                   inside=(copy, add))
-        if error:
-            print(f"# tcp_streams ({key}) failed, no TCP floor this round: {error}", flush=True)
-            return None
-        floor[key] = min(rates)
+        what = (shape, fp, reduce, lanes, copy, add)
+        if what not in measured:
+            rates, error = run_streams(scn, shape == "ring", footprint=fp, reduce=reduce, lanes=lanes,
+                                       inside=(copy, add))
+            if error:
+                print(f"# tcp_streams ({key}) failed, no TCP floor this round: {error}", flush=True)
+                return None
+            measured[what] = min(rates)
+        floor[key] = measured[what]
     return floor
+
+
+def op_footprint(collective, size, ranks, in_place):
+    """The bytes an op of `size` walks on each rank: its output and, out of place, its input (an
+    all-reduce's as big as its output, an all-gather's input and a reduce-scatter's output 1/n of
+    it). Here streams walking twice the memory carry a third less (4 x 1, unshaped: 0.94 GB/s at
+    256 MiB, 0.68 at 512): an out-of-place op's ceiling walks both buffers. The broadcast is
+    timed in place."""
+    if in_place or collective == "broadcast":
+        return size
+    if collective == "all_reduce":
+        return 2 * size
+    return size + size // ranks
+
+
+def footprint_kinds(collective, size, ranks, in_place):
+    """(key, shape, footprint, reduce): the walking streams at the collective's own footprint
+    ("walk_<collective>"; and adding what they receive, "walk_reduce_<collective>", for those
+    that reduce)."""
+    shape = "chain" if collective == "broadcast" else "ring"
+    fp = op_footprint(collective, size, ranks, in_place)
+    kinds = [(f"walk_{collective}", shape, fp, False)]
+    if collective in ("all_reduce", "reduce_scatter"):
+        kinds.append((f"walk_reduce_{collective}", shape, fp, True))
+    return kinds
 
 
 def stream_args(scn, host, port, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False, inside=(0.0, 0.0)):
@@ -114,6 +147,11 @@ def run_streams(scn, ring, nbytes=FLOOR_BYTES, footprint=None, reduce=False, lan
     return rates, ""
 
 
+# torch's all_reduce works in place (torch_dist_perf.py), the MPI peers' and coll's table column
+# out of place: an out-of-place ceiling walks twice what these do.
+IN_PLACE_ALL_REDUCE = ("gloo", "torch-coll")
+
+
 def floor_lines(scn, m, collective, busbw_by_system):
     """Below a table: the floor in the same run and each system's fraction of it (one rank per
     host; with several, shared memory carries part of the bytes and the host-level ceiling of
@@ -124,23 +162,66 @@ def floor_lines(scn, m, collective, busbw_by_system):
         return host_floor_lines(scn, m, collective, busbw_by_system)
     shape = "chain" if collective == "broadcast" else "ring"
     rate = statistics.median(f[shape] for f in m.floors)
-    walked = [f[shape + "_op"] for f in m.floors if shape + "_op" in f]
+    own = any(f"walk_{collective}" in f for f in m.floors)  # earlier runs: the largest size's bytes
+    in_place_systems = {}
+    if own and collective == "all_reduce" and not scn.args.in_place:
+        in_place_systems = {s: b for s, b in busbw_by_system.items() if s in IN_PLACE_ALL_REDUCE}
+        busbw_by_system = {s: b for s, b in busbw_by_system.items() if s not in IN_PLACE_ALL_REDUCE}
+    suffix = f"_{collective}" if own else ""
+    walked = [f[k] for f in m.floors for k in [f"walk{suffix}" if own else shape + "_op"] if k in f]
     what = (f"{scn.hosts - 1} bare TCP streams in a chain" if shape == "chain"
             else f"{scn.hosts} bare TCP streams in a ring")
     line = f"# {what}, all at once, same run: {rate:.3g} GB/s each, what the kernel carries on these cores"
     if walked:
+        fp = op_footprint(collective, max(scn.sizes), scn.n, scn.args.in_place) if own else max(scn.sizes)
         line += (f" from a buffer in cache; {statistics.median(walked):.3g} GB/s walking the largest op's "
-                 f"{max(scn.sizes) >> 20} MiB, as the op must")
+                 f"{fp >> 20} MiB{' (its input and output)' if fp > max(scn.sizes) else ''}, as the op must")
     if scn.per_host == 1:
         parts = [f"{s} {b / rate:.2f}" for s, b in busbw_by_system.items() if b]
         line += ". Largest size's busbw / that: " + ", ".join(parts)
         if walked:
             parts = [f"{s} {b / statistics.median(walked):.2f}" for s, b in busbw_by_system.items() if b]
             line += "; / the walking streams: " + ", ".join(parts)
-    reducing = [f["ring_reduce_op"] for f in m.floors if "ring_reduce_op" in f]
+    reducing = [f[k] for f in m.floors for k in [f"walk_reduce{suffix}" if own else "ring_reduce_op"] if k in f]
     if collective == "reduce_scatter" and reducing:
         rate = statistics.median(reducing)
         line += f". Walking streams that also add what they receive: {rate:.3g} GB/s"
         if scn.per_host == 1:
             line += "; busbw / that: " + ", ".join(f"{s} {b / rate:.2f}" for s, b in busbw_by_system.items() if b)
+    if collective == "all_reduce" and reducing and walked:
+        line += all_reduce_shape(statistics.median(reducing), statistics.median(walked), scn, busbw_by_system)
+    if collective == "all_reduce" and own and not scn.args.in_place:
+        line += in_place_ceilings(scn, m, in_place_systems)
     return [line]
+
+
+def in_place_ceilings(scn, m, in_place_systems):
+    """An in-place all-reduce walks one buffer: coll's in-place cell of the same runs and the
+    in-place systems (torch's: gloo) against the streams walking the largest size's bytes, bare
+    and in the all-reduce's shape."""
+    cells = getattr(scn, "in_place_busbw", {}).get(("coll", max(scn.sizes)), [])
+    walked = [f["ring_op"] for f in m.floors if "ring_op" in f]
+    reducing = [f["ring_reduce_op"] for f in m.floors if "ring_reduce_op" in f]
+    systems = dict(in_place_systems)
+    if cells:
+        systems = {"coll in place": statistics.median(b for b, _ in cells), **systems}
+    systems = {s: b for s, b in systems.items() if b}
+    if not (systems and walked and reducing):
+        return ""
+    bare, adding = statistics.median(walked), statistics.median(reducing)
+    shaped = 1 / (0.5 / adding + 0.5 / bare)
+    ratios = "; ".join(f"{s} {b:.3g} GB/s, {b / bare:.2f} and {b / shaped:.2f}" for s, b in systems.items())
+    return (f". In place the op walks {max(scn.sizes) >> 20} MiB: streams walking that {bare:.3g} GB/s, in the "
+            f"all-reduce's shape {shaped:.3g}; largest size's busbw / those: {ratios}")
+
+
+def all_reduce_shape(adding, walking, scn, busbw_by_system):
+    """A ring all-reduce is a reduce-scatter then an all-gather of equal bytes: where the cores
+    bound the streams, its ceiling is half the bytes at the rate of streams that add what they
+    receive and half at the bare walking streams' (the time of each half added)."""
+    rate = 1 / (0.5 / adding + 0.5 / walking)
+    text = (f". In the all-reduce's shape (half its bytes over streams that add, {adding:.3g} GB/s, half over "
+            f"the bare ones): {rate:.3g} GB/s")
+    if scn.per_host == 1:
+        text += "; busbw / that: " + ", ".join(f"{s} {b / rate:.2f}" for s, b in busbw_by_system.items() if b)
+    return text
