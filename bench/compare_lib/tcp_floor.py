@@ -209,17 +209,22 @@ def in_place_ceilings(scn, m, in_place_systems):
     if not (systems and walked and reducing):
         return ""
     bare, adding = statistics.median(walked), statistics.median(reducing)
-    shaped = 1 / (0.5 / adding + 0.5 / bare)
+    shaped = all_reduce_ceiling(adding, bare)
     ratios = "; ".join(f"{s} {b:.3g} GB/s, {b / bare:.2f} and {b / shaped:.2f}" for s, b in systems.items())
     return (f". In place the op walks {max(scn.sizes) >> 20} MiB: streams walking that {bare:.3g} GB/s, in the "
             f"all-reduce's shape {shaped:.3g}; largest size's busbw / those: {ratios}")
 
 
-def all_reduce_shape(adding, walking, scn, busbw_by_system):
+def all_reduce_ceiling(adding, bare):
     """A ring all-reduce is a reduce-scatter then an all-gather of equal bytes: where the cores
     bound the streams, its ceiling is half the bytes at the rate of streams that add what they
     receive and half at the bare walking streams' (the time of each half added)."""
-    rate = 1 / (0.5 / adding + 0.5 / walking)
+    return 1 / (0.5 / adding + 0.5 / bare)
+
+
+def all_reduce_shape(adding, walking, scn, busbw_by_system):
+    """The all-reduce's ceiling in its shape (all_reduce_ceiling) and each system's busbw over it."""
+    rate = all_reduce_ceiling(adding, walking)
     text = (f". In the all-reduce's shape (half its bytes over streams that add, {adding:.3g} GB/s, half over "
             f"the bare ones): {rate:.3g} GB/s")
     if scn.per_host == 1:
