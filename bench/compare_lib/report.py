@@ -7,6 +7,7 @@ import sys
 
 from .common import *  # noqa: F401,F403
 from .copy_floor import copy_floor_lines
+from .size_ceilings import size_ceiling_lines
 from .tcp_floor import floor_lines
 
 
@@ -86,6 +87,7 @@ def table_text(scn, m, collective, systems, rows):
         for r in rows:
             lines.append(f"{human_size(r['size']):>10} " + " ".join(f"{cell(r['cpu'][s]):>10}" for s in systems))
     lines += floor_lines(scn, m, collective, {s: rows[-1]["busbw"][s] for s in systems})
+    lines += size_ceiling_lines(scn, m, collective, systems, rows)
     lines += copy_floor_lines(scn, m, collective, {s: rows[-1]["busbw"][s] for s in systems})
     lines += in_place_lines(scn, collective, systems, rows)
     ceiling = scn.ceiling(statistics.median(m.limits) if m.limits else None)

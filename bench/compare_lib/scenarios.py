@@ -14,6 +14,7 @@ from .common import *  # noqa: F401,F403
 from .copy_floor import measure_copy_floor
 from .launch import *  # noqa: F401,F403
 from .netcluster import Netcluster
+from .size_ceilings import size_kinds
 from .tcp_floor import measure_floor
 
 
@@ -317,7 +318,7 @@ class NetclusterScenario(Scenario):
     limit_label = "link rate"
 
     def tcp_floor(self, collectives):
-        return measure_floor(self, collectives)
+        return measure_floor(self, collectives, size_kinds(self, collectives))
 
     def ceiling(self, limit):
         """The most busbw any algorithm can reach (5 % for measurement noise): the link rate,

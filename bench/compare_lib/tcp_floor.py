@@ -43,13 +43,14 @@ def cpu_may_limit(scn):
 CACHED_BYTES = 8 << 20  # tcp_streams' own buffers (4 MiB each way): a footprint no larger is in cache
 
 
-def measure_floor(scn, collectives=()):
+def measure_floor(scn, collectives=(), more_kinds=()):
     """{"ring": GB/s, "chain": GB/s} per stream (the slowest stream's rate), and "ring_op",
     "chain_op" walking the largest op's footprint where it exceeds the cached buffers; with
     several ranks a host also the lanes of host_floor.py ("ring_lanes", ...); or None
     where the links decide or a stream failed (the reason is printed; the comparison goes on
     without). With several ranks a host, also each collective's streams in its algorithm's
-    shape with the work inside each host ("shaped_<collective>", host_floor.py)."""
+    shape with the work inside each host ("shaped_<collective>", host_floor.py); and `more_kinds`
+    (size_ceilings.py: each size's own)."""
     if scn.hosts < 2 or not cpu_may_limit(scn):
         return None
     footprint = max(getattr(scn, "sizes", None) or [0])
@@ -66,6 +67,7 @@ def measure_floor(scn, collectives=()):
         kinds += [k + (1, 0.0, 0.0) for c in collectives for k in footprint_kinds(c, walk, ranks, in_place)]
     kinds += [k for c in collectives
               for k in shaped_kinds(c, scn.hosts, per_host, walk and op_footprint(c, walk, ranks, in_place), in_place)]
+    kinds += list(more_kinds)
     measured = {}  # the same streams asked for under two keys run once
     for key, shape, fp, reduce, lanes, copy, add in kinds:
         what = (shape, fp, reduce, lanes, copy, add)
