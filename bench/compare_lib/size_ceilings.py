@@ -16,7 +16,7 @@ one chain through every rank, as coll's), times the busbw factor.
 import statistics
 
 from .host_floor import busbw_factor, shaped_kinds
-from .tcp_floor import CACHED_BYTES, IN_PLACE_ALL_REDUCE, op_footprint
+from .tcp_floor import CACHED_BYTES, IN_PLACE_ALL_REDUCE, all_reduce_ceiling, op_footprint
 
 
 def stream_key(shape, footprint, reduce):
@@ -63,10 +63,7 @@ def ceiling(floor, collective, footprint, scn, in_place):
         return None
     if scn.per_host > 1:
         return rates[0] * kinds[0][4] * busbw_factor(collective, scn.hosts, scn.n)
-    if collective == "all_reduce":
-        adding, bare = rates
-        return 1 / (0.5 / adding + 0.5 / bare)
-    return rates[0]
+    return all_reduce_ceiling(*rates) if collective == "all_reduce" else rates[0]
 
 
 def median_ceiling(m, collective, footprint, scn, in_place):
@@ -87,23 +84,19 @@ def size_ceiling_lines(scn, m, collective, systems, rows):
         own = median_ceiling(m, collective, own_fp, scn, in_place)
         if not own:
             continue
+        split = collective == "all_reduce" and not in_place  # in-place systems walk one buffer
+        one_buffer = median_ceiling(m, collective, size, scn, True) if split else None
         ratios = []
-        one_buffer = None
         for s in systems:
             busbw = r["busbw"].get(s)
-            if not busbw:
-                continue
-            if collective == "all_reduce" and not in_place and s in IN_PLACE_ALL_REDUCE:
-                one_buffer = one_buffer or median_ceiling(m, collective, size, scn, True)
+            if busbw and split and s in IN_PLACE_ALL_REDUCE:
                 if one_buffer:
                     ratios.append(f"{s} {busbw / one_buffer:.2f} (in place)")
-                continue
-            ratios.append(f"{s} {busbw / own:.2f}")
+            elif busbw:
+                ratios.append(f"{s} {busbw / own:.2f}")
         cells = getattr(scn, "in_place_busbw", {}).get(("coll", size), [])
-        if collective == "all_reduce" and not in_place and cells:
-            one_buffer = one_buffer or median_ceiling(m, collective, size, scn, True)
-            if one_buffer:
-                ratios.append(f"coll in place {statistics.median(b for b, _ in cells) / one_buffer:.2f}")
+        if cells and one_buffer:
+            ratios.append(f"coll in place {statistics.median(b for b, _ in cells) / one_buffer:.2f}")
         text = f"{size >> 20} MiB: {own:.3g} GB/s walking {own_fp >> 20} MiB"
         if one_buffer:
             text += f" ({one_buffer:.3g} in place, {size >> 20} MiB)"
