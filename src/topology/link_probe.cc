@@ -15,7 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kPingPongs = 16;
 constexpr size_t kSmall = 8;
 constexpr size_t kLarge = 2 << 20;
 
@@ -58,9 +57,9 @@ struct PairProbe {
   }
 
   // The initiator's figures; the responder only answers (its timings mean nothing). α is
-  // the round trip of rank `which` (0 = fastest) of the kPingPongs, halved.
+  // the round trip of rank `which` (0 = fastest) of the kProbePingPongs, halved.
   Status measure(LinkParams* link, int which) {
-    std::vector<double> rtt(kPingPongs);
+    std::vector<double> rtt(kProbePingPongs);
     for (double& t : rtt) COLL_RETURN_IF_ERROR(once(kSmall, &t));
     std::nth_element(rtt.begin(), rtt.begin() + which, rtt.end());
     link->alpha_s = rtt[static_cast<size_t>(which)] / 2;
@@ -90,8 +89,8 @@ bool decode(const std::string& s, LinkParams* l) {
 // The lower quartile keeps the link's and the executor's time as long as a quarter of the
 // round trips find the peer awake. The intra-host figure is stable (1-1.5 us) and keeps the
 // median, so one-host jobs see the figures they did.
-constexpr int kIntraQuantile = kPingPongs / 2;
-constexpr int kInterQuantile = kPingPongs / 4;
+constexpr int kIntraQuantile = kProbePingPongs / 2;
+constexpr int kInterQuantile = kProbePingPongs / 4;
 
 // Runs the probe of one link class when this rank is in its pair, then everyone reads it.
 Status probeClass(const ProbeContext& ctx, const char* name, int a, int b, int which, LinkParams* link) {

@@ -3,7 +3,7 @@
 //
 // One pair of ring neighbours per class does the measuring (so the probe costs the same on 4
 // ranks or 400): same host, the first two ranks of the first host holding several; across
-// hosts, the last rank of host 0 and the first of host 1. The initiator times 16 ping-pongs of
+// hosts, the last rank of host 0 and the first of host 1. The initiator times 64 ping-pongs of
 // 8 B (α = half the median round trip inside a host, half the lower quartile across hosts,
 // where idle peers wake late: link_probe.cc; as an algorithm's step sees it, executor
 // included) and two 2 MiB transfers answered by 8 B (β = 2 MiB / (best time - 2α)). It
@@ -32,6 +32,15 @@ namespace coll::topology {
 // autotune 0xB1).
 constexpr uint8_t kProbeWireKind = 0xB0;
 constexpr uint8_t kProbeShiftWireKind = 0xB2;
+
+// The pair's ping-pongs of 8 B. 16 were too few where ranks outnumber cores: on netcluster 4 x 1
+// at 1 Gbit/s (4 ranks, 2 cores) the pair's round trips ran at 110-200 us, against 15-17, for up
+// to 20 ping-pongs in a row in some start-ups (a spinning rank holding the core its peer needs,
+// until the scheduler moves one), and 16 gave an inter-host alpha of 41-66 us in 6 of 48
+// start-ups where most gave 6-9 (2026-12-06). The stretch passes within about 3 ms; with 64,
+// 24 start-ups gave 7.7-18.4 us (their first 16 alone: up to 65.8). The 48 more round trips
+// cost about 1 ms of the probe's 40.
+constexpr int kProbePingPongs = 64;
 
 using RunProbeSchedule = std::function<Status(const algo::Schedule&, ExecContext&)>;
 

@@ -13,8 +13,7 @@ namespace coll::sim {
 namespace {
 
 constexpr double kPage = 4096;
-constexpr int kPingPongs = 16;            // link_probe.cc: idle round trips of the pair, then
-constexpr double kProbeLarge = 2 << 20;   // two transfers of 2 MiB
+constexpr double kProbeLarge = 2 << 20;   // link_probe.cc: two transfers of 2 MiB
 constexpr int kConnectionsAtStore = 1;    // phase "store": the main client
 constexpr int kConnectionsAtPresence = 2; // the ledger responder's and the presence client
 constexpr int kConnectionsAtP2p = 1;      // the point-to-point engine's
@@ -34,10 +33,11 @@ double segmentReservedBytes(bool board) {
   return static_cast<double>(g.reservedBytes());
 }
 
-// One pair's probe (PairProbe::measure): 16 idle round trips of 8 B, two 2 MiB transfers.
+// One pair's probe (PairProbe::measure): kProbePingPongs idle round trips of 8 B, then two
+// 2 MiB transfers.
 double pairProbeSeconds(const topology::LinkParams& link, double per_message_s) {
   const double round_trip = 2 * (link.alpha_s + per_message_s);
-  return kPingPongs * round_trip + 2 * (kProbeLarge / link.beta_Bps + round_trip);
+  return topology::kProbePingPongs * round_trip + 2 * (kProbeLarge / link.beta_Bps + round_trip);
 }
 
 struct Stretch {  // how a host's CPU work stretches when it has more ranks than cores
