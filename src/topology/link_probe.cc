@@ -87,8 +87,9 @@ bool decode(const std::string& s, LinkParams* l) {
 // simulated links (median 6-7 us or 30-35 us, at times 113-155 us, docs/perf/selector_*.log at 85c8cba;
 // likely a peer asleep between ping-pongs), while steps of a busy job did not move with it.
 // The lower quartile keeps the link's and the executor's time as long as a quarter of the
-// round trips find the peer awake. The intra-host figure is stable (1-1.5 us) and keeps the
-// median, so one-host jobs see the figures they did.
+// round trips find the peer awake. The intra-host figure is steadier (1.4-1.9 us in 12 of 14
+// start-ups on netcluster 2 x 2, 6-8 in the others, 2026-12-06) and keeps the median, so
+// one-host jobs see the figures they did.
 constexpr int kIntraQuantile = kProbePingPongs / 2;
 constexpr int kInterQuantile = kProbePingPongs / 4;
 

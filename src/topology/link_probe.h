@@ -38,8 +38,8 @@ constexpr uint8_t kProbeShiftWireKind = 0xB2;
 // to 20 ping-pongs in a row in some start-ups (a spinning rank holding the core its peer needs,
 // until the scheduler moves one), and 16 gave an inter-host alpha of 41-66 us in 6 of 48
 // start-ups where most gave 6-9 (2026-12-06). The stretch passes within about 3 ms; with 64,
-// 24 start-ups gave 7.7-18.4 us (their first 16 alone: up to 65.8). The 48 more round trips
-// cost about 1 ms of the probe's 40.
+// 48 start-ups gave 7.5-18.4 us (the first 16 of 24 of them alone: up to 65.8). The 48 more
+// round trips cost about 1 ms of the probe's 40.
 constexpr int kProbePingPongs = 64;
 
 using RunProbeSchedule = std::function<Status(const algo::Schedule&, ExecContext&)>;
