@@ -15,8 +15,8 @@
 // rounds (8 B to the right, reduced on arrival, then passed on), a warm-up and 3 timed: the
 // loaded step (Topology::loaded_step_s) is the median run / 16, the slowest rank's agreed.
 // Kept apart from the idle α, it tells the cost model what each step of a collective costs
-// with every rank busy (ranks outnumbering cores, a shared host link). On a 1 Gbit/s link the
-// probe takes about 40 ms, on one host about 1 ms.
+// with every rank busy (ranks outnumbering cores, a shared host link). On netcluster 4 x 1 at
+// 1 Gbit/s the probe takes about 60 ms, on one host about 1 ms.
 #pragma once
 
 #include <functional>
@@ -37,9 +37,10 @@ constexpr uint8_t kProbeShiftWireKind = 0xB2;
 // at 1 Gbit/s (4 ranks, 2 cores) the pair's round trips ran at 110-200 us, against 15-17, for up
 // to 20 ping-pongs in a row in some start-ups (a spinning rank holding the core its peer needs,
 // until the scheduler moves one), and 16 gave an inter-host alpha of 41-66 us in 6 of 48
-// start-ups where most gave 6-9 (2026-12-06). The stretch passes within about 3 ms; with 64,
-// 48 start-ups gave 7.5-18.4 us (the first 16 of 24 of them alone: up to 65.8). The 48 more
-// round trips cost about 1 ms of the probe's 40.
+// start-ups where most gave 6-9 (2026-12-06). The stretch passes within about 3 ms: with 64,
+// 48 start-ups gave 7.5-18.4 us (the first 16 of 24 of them alone: up to 65.8). Interleaved, 12
+// start-ups each: 16 gave 7.2-60.5 us, 3 of them above 30; 64 gave 7.2-34.2, 1 above 30. The
+// probe took 58 and 61 ms (medians; 51-89 and 53-72) with the loaded step no different.
 constexpr int kProbePingPongs = 64;
 
 using RunProbeSchedule = std::function<Status(const algo::Schedule&, ExecContext&)>;
