@@ -16,7 +16,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kSmall = 8;
-constexpr size_t kLarge = 2 << 20;
+constexpr size_t kGammaBytes = 2 << 20;  // the reduction kernel's timed sum (measureReduceBandwidth)
 
 double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -42,7 +42,7 @@ struct PairProbe {
   bool initiator;
   int peer;
   uint64_t sequence = 0;  // tags the probe's messages apart from each other
-  std::vector<char> in = std::vector<char>(kLarge), out = std::vector<char>(kLarge);
+  std::vector<char> in = std::vector<char>(kProbeLargeBytes), out = std::vector<char>(kProbeLargeBytes);
 
   Status once(size_t bytes, double* seconds) {
     ExecContext ec;
@@ -66,11 +66,11 @@ struct PairProbe {
     // Always two transfers: both ranks of the pair run this, and a count decided from each
     // side's own timing could differ (one would wait for a transfer the other never sends).
     double best = 0, again = 0;
-    COLL_RETURN_IF_ERROR(once(kLarge, &best));
-    COLL_RETURN_IF_ERROR(once(kLarge, &again));
+    COLL_RETURN_IF_ERROR(once(kProbeLargeBytes, &best));
+    COLL_RETURN_IF_ERROR(once(kProbeLargeBytes, &again));
     best = std::min(best, again);
     if (initiator && ctx.release_buffers) ctx.release_buffers(peer);  // answered: the peer read it all
-    link->beta_Bps = kLarge / std::max(best - 2 * link->alpha_s, best * 0.05);
+    link->beta_Bps = kProbeLargeBytes / std::max(best - 2 * link->alpha_s, best * 0.05);
     link->source = "probe";
     return Status::ok();
   }
@@ -218,7 +218,7 @@ double loadedStepFromRuns(std::vector<double> run_seconds, int rounds) {
 }
 
 double measureReduceBandwidth() {
-  std::vector<float> dst(kLarge / sizeof(float), 1.0f), src(kLarge / sizeof(float), 2.0f);
+  std::vector<float> dst(kGammaBytes / sizeof(float), 1.0f), src(kGammaBytes / sizeof(float), 2.0f);
   double best = 0;
   for (int i = 0; i < 3; ++i) {
     auto t0 = Clock::now();
@@ -226,7 +226,7 @@ double measureReduceBandwidth() {
     double t = secondsSince(t0);
     if (best == 0 || t < best) best = t;
   }
-  return static_cast<double>(kLarge) / std::max(best, 1e-9);
+  return static_cast<double>(kGammaBytes) / std::max(best, 1e-9);
 }
 
 Status probeLinks(const ProbeContext& ctx, Topology* topo) {

@@ -42,6 +42,8 @@ constexpr uint8_t kProbeShiftWireKind = 0xB2;
 // start-ups each: 16 gave 7.2-60.5 us, 3 of them above 30; 64 gave 7.2-34.2, 1 above 30. The
 // probe took 58 and 61 ms (medians; 51-89 and 53-72) with the loaded step no different.
 constexpr int kProbePingPongs = 64;
+// Then two transfers of this size, each answered by 8 B, give β.
+constexpr size_t kProbeLargeBytes = 2 << 20;
 
 using RunProbeSchedule = std::function<Status(const algo::Schedule&, ExecContext&)>;
 

@@ -13,7 +13,6 @@ namespace coll::sim {
 namespace {
 
 constexpr double kPage = 4096;
-constexpr double kProbeLarge = 2 << 20;   // link_probe.cc: two transfers of 2 MiB
 constexpr int kConnectionsAtStore = 1;    // phase "store": the main client
 constexpr int kConnectionsAtPresence = 2; // the ledger responder's and the presence client
 constexpr int kConnectionsAtP2p = 1;      // the point-to-point engine's
@@ -34,10 +33,10 @@ double segmentReservedBytes(bool board) {
 }
 
 // One pair's probe (PairProbe::measure): kProbePingPongs idle round trips of 8 B, then two
-// 2 MiB transfers.
+// transfers of kProbeLargeBytes.
 double pairProbeSeconds(const topology::LinkParams& link, double per_message_s) {
   const double round_trip = 2 * (link.alpha_s + per_message_s);
-  return topology::kProbePingPongs * round_trip + 2 * (kProbeLarge / link.beta_Bps + round_trip);
+  return topology::kProbePingPongs * round_trip + 2 * (topology::kProbeLargeBytes / link.beta_Bps + round_trip);
 }
 
 struct Stretch {  // how a host's CPU work stretches when it has more ranks than cores
