@@ -147,8 +147,8 @@ TEST(CollSim, EachOpCostsEveryRankItsSoftwareTime) {
 }
 
 // Where the loaded step exceeds α (ranks queue for cores), half of it is each end's software
-// time and what is left latency, floored by α: one 8 B message across hosts costs the loaded
-// step plus α, and three messages into one rank at once queue on its thread, so a direct
+// time and the wire's α is latency: one 8 B message across hosts costs the loaded step plus
+// α (a flag's α is the wire's), and three messages into one rank at once queue on its thread, so a direct
 // all-reduce (3 into each rank, twice) costs about 3 loaded steps a phase where recursive
 // doubling's 2 steps cost one each (netcluster 4 x 1: a median 2.1 x, docs/SIMULATOR.md).
 ClusterModel loadedCluster(int hosts, double loaded_step_s) {
@@ -176,6 +176,37 @@ TEST(CollSim, ALoadedStepIsEachEndsSoftwareWhereRanksQueueForCores) {
   const double direct = run(four, request(algo::Collective::allreduce, "direct", 512)).seconds;
   const double rd = run(four, request(algo::Collective::allreduce, "rd", 512)).seconds;
   EXPECT_GT(direct, 2 * rd);
+}
+
+// Inside a host too each end pays half the loaded step (the reader queues for a core as a
+// socket's does), and from a topology file, whose α is a ping-pong's, the latency is what is
+// left of α without the idle ends' software the ping-pong held: 2 across hosts, 1 inside.
+TEST(CollSim, AContendedMessageCostsEachEndHalfTheLoadedStepPlusTheWiresAlpha) {
+  ClusterFlags f;
+  f.hosts = 2;
+  f.per_host = 2;
+  f.inter_alpha_s = 5e-6;  // an idle ping-pong's, as netcluster's probe gives
+  f.loaded_step_s = 40e-6;
+  ClusterModel m;
+  ASSERT_TRUE(clusterFromFlags(f, &m));
+  EXPECT_DOUBLE_EQ(m.receiveSeconds(false), 20e-6);
+  EXPECT_DOUBLE_EQ(m.latencySeconds(false), m.topo.intra.alpha_s);
+  // One host: an 8 B broadcast costs the loaded step where an idle host's cost the sender's α / 4.
+  SimRequest q = request(algo::Collective::broadcast, "direct", 8);
+  q.in_place = true;
+  f.hosts = 1;
+  ClusterModel host;
+  ASSERT_TRUE(clusterFromFlags(f, &host));
+  const SimResult idle = run(cluster(1, 2), q), loaded = run(host, q);
+  EXPECT_NEAR(loaded.slowest_rank_s - idle.slowest_rank_s, 40e-6 - m.idlePerMessageSeconds(false), 1e-9);
+
+  ClusterModel file = m;
+  file.from_file = true;
+  EXPECT_DOUBLE_EQ(file.latencySeconds(true), file.topo.inter.alpha_s / 2);
+  EXPECT_DOUBLE_EQ(file.latencySeconds(false), file.topo.intra.alpha_s * 3 / 4);
+  file.topo.loaded_step_s = 0;  // idle: α as probed, and a shared-memory reader only copies
+  EXPECT_DOUBLE_EQ(file.latencySeconds(true), file.topo.inter.alpha_s);
+  EXPECT_DOUBLE_EQ(file.receiveSeconds(false), 0);
 }
 
 // Without a loaded step above α nothing changes: α / 4 a message, α as latency.

@@ -42,14 +42,17 @@ double ClusterModel::leafUplinkBps() const {
 // as software on each end's thread, concurrent messages into one rank queue behind each other
 // as they do there: on netcluster 4 × 1 a direct all-reduce of 8 B-8 KiB (3 messages into each
 // rank at once, twice) took a median 2.1 × recursive doubling's 2 steps, and with the loaded
-// step as latency alone coll-sim priced it at a median 0.48 of that. Half of it at each end: a
-// step across hosts then costs the loaded step plus α. On the six kept measurement pairs
-// (docs/SIMULATOR.md, "The loaded step as software") 0.4-0.5 of it never did worse than
-// latency alone.
+// step as latency alone coll-sim priced it at a median 0.48 of that. Half of it at each end, in
+// both link classes (a shared-memory reader queues for a core as a socket's does): a step then
+// costs the loaded step plus the wire's latency (latencySeconds). On the kept measurement pairs
+// (docs/SIMULATOR.md, "The loaded step as software", "Each end once") 0.4-0.5 of it never did
+// worse than latency alone.
+bool ClusterModel::contended(bool across_hosts) const {
+  return fabric.per_message_s < 0 && topo.loaded_step_s > alphaOf(across_hosts);
+}
+
 double ClusterModel::perMessageSeconds(bool across_hosts) const {
-  const double idle = idlePerMessageSeconds(across_hosts);
-  if (fabric.per_message_s >= 0 || !(topo.loaded_step_s > alphaOf(across_hosts))) return idle;
-  return topo.loaded_step_s / 2;
+  return contended(across_hosts) ? topo.loaded_step_s / 2 : idlePerMessageSeconds(across_hosts);
 }
 
 double ClusterModel::idlePerMessageSeconds(bool across_hosts) const {
@@ -57,10 +60,21 @@ double ClusterModel::idlePerMessageSeconds(bool across_hosts) const {
   return alphaOf(across_hosts) / 4;
 }
 
+double ClusterModel::receiveSeconds(bool across_hosts) const {
+  if (across_hosts) return perMessageSeconds(true);
+  return contended(false) ? perMessageSeconds(false) : 0;  // idle, a reader only copies
+}
+
+// Contended, the ends' software is all charged on their threads; what is left is the wire's
+// part of α. A topology file's α is a ping-pong's, which holds each end's idle software (2
+// across hosts, the sender's post inside one): charging the loaded step at the ends and that α
+// too paid for the ends twice, one α a step (on 4 × 1 a ring all-reduce of 32 B-8 KiB measured
+// 1 loaded step a step and was priced at 1.4). The flags' α is the wire's already.
 double ClusterModel::latencySeconds(bool across_hosts) const {
   const double alpha = alphaOf(across_hosts);
-  const double software = across_hosts ? 2 * perMessageSeconds(true) : perMessageSeconds(false);
-  return std::max(alpha, topo.loaded_step_s - software);
+  const int ends = across_hosts ? 2 : 1;
+  if (contended(across_hosts)) return from_file ? alpha - ends * idlePerMessageSeconds(across_hosts) : alpha;
+  return std::max(alpha, topo.loaded_step_s - ends * perMessageSeconds(across_hosts));
 }
 
 // An idle ping-pong's α: the loaded step's queueing is not in it.

@@ -58,11 +58,19 @@ struct ClusterModel {
   // What one leaf's uplink (and downlink) to the spine carries each way.
   double leafUplinkBps() const;
   double alphaOf(bool across_hosts) const { return across_hosts ? topo.inter.alpha_s : topo.intra.alpha_s; }
+  // Where the loaded step exceeds the link class's α and no per-message figure is given: ranks
+  // queue for cores, and each end of a message pays half the loaded step.
+  bool contended(bool across_hosts) const;
+  // A message's sender's software time (and a socket reader's).
   double perMessageSeconds(bool across_hosts = false) const;
+  // A receiver's software time before it touches the bytes: a socket's read; inside a host
+  // nothing while idle (the reader copies or reduces straight out of the sender's memory),
+  // its turn on a core where contended.
+  double receiveSeconds(bool across_hosts) const;
   // The same with the ranks idle (a ping-pong, the start-up's round trips): no loaded step.
   double idlePerMessageSeconds(bool across_hosts) const;
-  // What the step's software leaves of the probe's loaded step as latency, floored by the link
-  // class's α: the time from a message's send to its arrival (Network::alpha).
+  // The time from a message's send to its arrival (Network::alpha): contended, the wire's part
+  // of the link class's α; idle, α or what the ends' software leaves of the loaded step.
   double latencySeconds(bool across_hosts) const;
   // The topology the selector sees: what coll's probe would measure here. Its ping-pong α
   // holds the software time of each end, which coll-sim charges apart from a flag's α; a

@@ -42,19 +42,19 @@ int Network::nic(int rank) const {
 }
 
 // Where the probe's loaded step (one step with every rank sending, topology.h) exceeds a link
-// class's idle α, ranks share cores: the step's software at each end is charged on the ranks'
-// threads (ClusterModel::perMessageSeconds) and what it leaves of the loaded step, α at least, is
-// latency: one step across hosts costs the loaded step plus α.
+// class's idle α, ranks share cores: each end's software is charged on its rank's thread
+// (ClusterModel::perMessageSeconds, receiveSeconds) and the wire's part of α is latency: a step
+// costs the loaded step plus that.
 double Network::alpha(int src, int dst) const { return sameHost(src, dst) ? latency_intra_ : latency_inter_; }
 
 double Network::receiveWork(int rank, int from, double start, double bytes, bool reduces) {
   // From a socket: its read, then the reduction if any.
   if (!sameHost(rank, from))
-    return compute(rank, start, m_.perMessageSeconds(true) + (reduces ? bytes / m_.topo.gamma_Bps : 0));
+    return compute(rank, start, m_.receiveSeconds(true) + (reduces ? bytes / m_.topo.gamma_Bps : 0));
   // Out of the sender's memory: a plain receive copies at intra β, a recvReduce reduces
   // straight from it at γ.
   const double Bps = reduces ? m_.topo.gamma_Bps : m_.topo.intra.beta_Bps;
-  return inHostMemory(rank, start, bytes, compute(rank, start, bytes / Bps));
+  return inHostMemory(rank, start, bytes, compute(rank, start, m_.receiveSeconds(false) + bytes / Bps));
 }
 
 double Network::copyInHost(int rank, double start, double bytes) {
