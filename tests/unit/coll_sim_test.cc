@@ -147,10 +147,11 @@ TEST(CollSim, EachOpCostsEveryRankItsSoftwareTime) {
 }
 
 // Where the loaded step exceeds α (ranks queue for cores), half of it is each end's software
-// time and the wire's α is latency: one 8 B message across hosts costs the loaded step plus
-// α (a flag's α is the wire's), and three messages into one rank at once queue on its thread, so a direct
-// all-reduce (3 into each rank, twice) costs about 3 loaded steps a phase where recursive
-// doubling's 2 steps cost one each (netcluster 4 x 1: a median 2.1 x, docs/SIMULATOR.md).
+// time and the wire's α is latency: one 8 B message across hosts costs the loaded step plus α
+// (a flag's α is the wire's), and three messages into one rank at once queue on its thread, so
+// a direct all-reduce (3 into each rank, twice) costs about 3 loaded steps a phase where
+// recursive doubling's 2 steps cost one each (netcluster 4 x 1: a median 2.1 x,
+// docs/SIMULATOR.md).
 ClusterModel loadedCluster(int hosts, double loaded_step_s) {
   ClusterFlags f;
   f.hosts = hosts;

@@ -23,8 +23,9 @@ Report::Report(const SimOptions& o, const ClusterModel& m) : o_(o), m_(m) {
   std::printf("# coll-sim: %s on a modelled cluster\n", algo::toString(o.collective));
   std::printf("#   %s\n", m.describe().c_str());
   std::printf("#   slice %zu B, pipeline depth %d, per-message software time %.2f us inside a host (%.2f reading), "
-              "%.2f us at each end across hosts%s\n", o.slice_bytes, o.pipeline_depth, m.perMessageSeconds() * 1e6,
-              m.receiveSeconds(false) * 1e6, m.perMessageSeconds(true) * 1e6, o.in_place ? ", in place" : ", out of place");
+              "%.2f us at each end across hosts%s\n", o.slice_bytes, o.pipeline_depth,
+              m.perMessageSeconds() * 1e6, m.receiveSeconds(false) * 1e6, m.perMessageSeconds(true) * 1e6,
+              o.in_place ? ", in place" : ", out of place");
 }
 
 double Report::busFactor() const {
