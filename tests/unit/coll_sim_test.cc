@@ -236,6 +236,28 @@ TEST(CollSim, ASenderInsideAHostWaitsForItsReaderBeyondTheRing) {
   EXPECT_NEAR(free.seconds, read / 2, read * 0.05);
 }
 
+// The ring is slots, and a message takes whole ones however small: on one host with ranks
+// queueing for cores (each end half the loaded step, e), a chain broadcast of 8 B has its middle
+// rank receive and send (2e an op) while the root only sends (e). With the ring counted in
+// bytes the root would be done with 40 ops at 40e; with 8 slots it stays at most 8 messages
+// ahead of its reader and is done 8 ops before it.
+TEST(CollSim, ASmallMessageTakesAWholeSlotOfTheRing) {
+  EXPECT_DOUBLE_EQ(Fabric{}.shmRingBytesOf(8), 131072);
+  EXPECT_DOUBLE_EQ(Fabric{}.shmRingBytesOf(131072), 2 * 131072);  // past the slot's header
+  ClusterFlags f;
+  f.hosts = 1;
+  f.per_host = 3;
+  f.loaded_step_s = 40e-6;
+  ClusterModel m;
+  ASSERT_TRUE(clusterFromFlags(f, &m));
+  SimRequest q = request(algo::Collective::broadcast, "chain", 8);
+  q.in_place = true;
+  q.iters = 40;
+  const double e = m.perMessageSeconds(false), n = q.iters;
+  const double root = (n - Fabric::kShmSlots) * 2 * e, reader = n * 2 * e;
+  EXPECT_NEAR(run(m, q).seconds * n, (root + 2 * reader) / 3, reader * 0.05);
+}
+
 // coll's reducing receives keep the ring's slots: the sender copies each message in and the
 // receiver reduces it out, both on the ranks' own progress threads. A ring all-reduce of 2 ranks
 // on one host (γ = β) then costs every rank four passes over half the buffer (copy in and reduce
@@ -365,7 +387,7 @@ TEST(CollSimInput, TopologyFilesAreCheckedFieldByField) {
       {head + links + reduce + R"(, "fabric": {"hosts_per_leaf": 1.5})" + "}", "fabric.hosts_per_leaf must be an integer"},
       {head + links + reduce + R"(, "fabric": {"oversubscription": 0})" + "}", "fabric.oversubscription must be >= 1"},
       {head + links + reduce + R"(, "fabric": {"nics_per_host": 0})" + "}", "fabric.nics_per_host must be >= 1"},
-      {head + links + reduce + R"(, "fabric": {"shm_ring_bytes": -1})" + "}", "fabric.shm_ring_bytes must be >= 0"},
+      {head + links + reduce + R"(, "fabric": {"shm_ring_bytes": -1})" + "}", "fabric.shm_ring_bytes must be 0"},
       {head + links + reduce + R"(, "fabric": {"per_op_us": -2})" + "}", "fabric.per_op_us must be >= 0"},
       {head + links + reduce + R"(, "fabric": [1])" + "}", "\"fabric\" must be an object"},
       {head + links, "offset"},

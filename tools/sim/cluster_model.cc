@@ -24,13 +24,22 @@ Status checkFabric(const Fabric& f, int hosts) {
   if (!(f.burst_bytes >= 0) || !std::isfinite(f.burst_bytes)) return invalidArgument("fabric.burst_bytes must be >= 0");
   if (!(f.send_buffer_bytes >= 0) || !std::isfinite(f.send_buffer_bytes))
     return invalidArgument("fabric.send_buffer_bytes must be >= 0");
-  if (!(f.shm_ring_bytes >= 0) || !std::isfinite(f.shm_ring_bytes))
-    return invalidArgument("fabric.shm_ring_bytes must be >= 0 (0: a sender inside a host never waits)");
+  if (!(f.shm_ring_bytes == 0 || f.shm_ring_bytes > Fabric::kShmSlots * 2 * Fabric::kShmSlotHeaderBytes) ||
+      !std::isfinite(f.shm_ring_bytes))
+    return invalidArgument(format("fabric.shm_ring_bytes must be 0 (a sender inside a host never waits) or over %g "
+                                  "(%d slots, each past its %g-byte header twice over)",
+                                  Fabric::kShmSlots * 2 * Fabric::kShmSlotHeaderBytes, Fabric::kShmSlots,
+                                  Fabric::kShmSlotHeaderBytes));
   (void)hosts;
   return Status::ok();
 }
 
 }  // namespace
+
+double Fabric::shmRingBytesOf(double message_bytes) const {
+  const double slot = shm_ring_bytes / kShmSlots;
+  return std::max(1.0, std::ceil(message_bytes / (slot - kShmSlotHeaderBytes))) * slot;
+}
 
 double ClusterModel::leafUplinkBps() const {
   const int per_leaf = fabric.hosts_per_leaf > 0 ? fabric.hosts_per_leaf : numHosts();

@@ -44,6 +44,12 @@ struct Fabric {
   // receiver to read it, as coll's slots and CMA reads make it wait. 0: the sender never waits
   // (a transport that buffers everything).
   double shm_ring_bytes = 8 * 131072;
+  // The ring is kShmSlots slots, and a message takes whole ones, each with a 64-byte header
+  // (transport/shm/layout.h): the bytes of the ring a message holds until it is read. So a
+  // sender runs at most 8 small messages ahead of its reader, however small, as coll's does.
+  static constexpr int kShmSlots = 8;
+  static constexpr double kShmSlotHeaderBytes = 64;
+  double shmRingBytesOf(double message_bytes) const;
 };
 
 struct ClusterModel {

@@ -351,7 +351,8 @@ class Runner {
 
   // The shared-memory ring from one rank to another on its host (Fabric::shm_ring_bytes): a send
   // is done once every byte posted on it up to its own last one, less what the receiver has read,
-  // fits in the ring. Byte counts since the start of the run.
+  // fits in the ring. Counts of the ring's bytes the messages took (whole slots: Fabric::
+  // shmRingBytesOf) since the start of the run.
   struct Ring {
     double posted = 0, read = 0;
     std::deque<std::pair<uint32_t, double>> waiting;  // sends, and the read count that frees each
@@ -366,7 +367,7 @@ class Runner {
   bool intoRing(uint32_t g) {
     if (m_.fabric.shm_ring_bytes <= 0) return false;
     Ring& ring = rings_[ringKey(g, s_.rec[g].partner)];
-    ring.posted += s_.rec[g].bytes;
+    ring.posted += m_.fabric.shmRingBytesOf(s_.rec[g].bytes);
     const double frees_at = ring.posted - m_.fabric.shm_ring_bytes;
     if (frees_at <= ring.read && ring.waiting.empty()) return false;
     s_.rec[g].flags |= kAwaitsReader;
@@ -374,12 +375,14 @@ class Runner {
     return true;
   }
 
-  // The receiver reads `bytes` from src's ring from `start` until `end`, at an even pace: the
-  // sends waiting for room are done when the reads reach what frees each.
+  // The receiver reads a message of `bytes` from src's ring from `start` until `end`, at an even
+  // pace, freeing the slots it held (Fabric::shmRingBytesOf): the sends waiting for room are
+  // done when the reads reach what frees each.
   void readFromRing(uint64_t key, double start, double end, double bytes) {
-    if (m_.fabric.shm_ring_bytes <= 0 || bytes <= 0) return;
+    if (m_.fabric.shm_ring_bytes <= 0) return;
     Ring& ring = rings_[key];
     const double before = ring.read;
+    bytes = m_.fabric.shmRingBytesOf(bytes);
     ring.read += bytes;
     while (!ring.waiting.empty() && ring.waiting.front().second <= ring.read) {
       const auto [send, frees_at] = ring.waiting.front();
