@@ -67,9 +67,9 @@ struct Schedule {
 };
 
 // Whether a rank's schedule both sends and receives and reduces nothing (an all-gather's
-// ranks, a chain broadcast's middle): its core is busy copying both ways, and shared memory
-// then lets its peers read its large messages by CMA (the executor's
-// ExecPlan::copies_both_ways; coll-sim models the same).
+// ranks, a chain broadcast's middle): its core is busy copying both ways. coll's shared memory
+// times both of its ways for large messages (ShmConnection::sendsByCma) and such a sender's go
+// by CMA, its peers reading its memory; coll-sim models that choice with this.
 inline bool copiesBothWays(const Schedule& s) {
   bool sends = false, receives = false;
   for (const Step& st : s.steps) {

@@ -133,7 +133,6 @@ class Executor {
       COLL_RETURN_IF_ERROR(ctx_.connect(plan_.lanes[l].peer, &st_.lane_conn[l], &via));
       st_.lane_via[l] = via;
       st_.lane_conn[l]->setStreamingReceives(ctx_.stream_receives);
-      st_.lane_conn[l]->setBusySender(plan_.copies_both_ways);
       st_.lane_conn[l]->opBegins(ctx_.ops[0].tag);
       if (std::find(st_.active.begin(), st_.active.end(), via) == st_.active.end()) st_.active.push_back(via);
     }
@@ -362,7 +361,6 @@ ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
     const int32_t relayed = relaysReceive(schedule, i);
     if (relayed >= 0 && plan.relay_send[relayed] < 0) plan.relay_send[relayed] = static_cast<int32_t>(i);
   }
-  plan.copies_both_ways = algo::copiesBothWays(schedule);
   return plan;
 }
 

@@ -57,10 +57,6 @@ struct ExecContext {
 struct ExecPlan : WalkPlan {
   std::vector<int32_t> forward_send;  // per step: for a recvReduce, the send of its result (Step::forwards), or -1
   std::vector<int32_t> relay_send;    // per step: for a recv, the send that passes its bytes on as they are, or -1
-  // Lanes to peers in both directions, and no receive that reduces: the Connection::setBusySender
-  // hint. A receiver that only copies saves its copy by reading the sender's memory; one that
-  // reduces reads the bytes once either way, and reducing straight out of the slots was faster.
-  bool copies_both_ways = false;
 
   static ExecPlan of(const algo::Schedule& schedule);
 };

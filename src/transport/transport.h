@@ -118,12 +118,6 @@ class Connection {
   // every line it overwrites. Nothing depends on it for correctness.
   void setStreamingReceives(bool on) { streaming_receives_ = on; }
 
-  // A hint for the sends posted from now on: this rank also receives in the op, so its core
-  // has no time to spare for copying what it sends. A transport that can let the receiver
-  // take the bytes straight from the send buffer (one copy, on the receiver's core, instead of
-  // one on each side) should then prefer that. Nothing depends on it for correctness.
-  void setBusySender(bool on) { busy_sender_ = on; }
-
   // An op that uses this connection begins, and ends having succeeded. op_tag is the op's wire
   // tag, the same for every lane of it: a second call for the same op is ignored. A transport
   // that chooses between ways of moving bytes by timing whole ops (what a benchmark and a
@@ -142,7 +136,6 @@ class Connection {
  protected:
   ConnectionCaps caps_;  // set by the implementation's constructor
   bool streaming_receives_ = false;
-  bool busy_sender_ = false;
 };
 
 // What a transport needs from the bootstrap to find its peers.

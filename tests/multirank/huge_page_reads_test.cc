@@ -1,6 +1,6 @@
 // Ranks on one host with the default CMA policy (transport/shm/huge_pages.h): the send buffers
 // of repeated all-gathers and broadcasts become huge-page backed in the background, after which
-// busy senders' messages are read straight from their memory. Every op carries fresh values, so
+// senders' messages may be read straight from their memory. Every op carries fresh values, so
 // a read of a stale buffer or of the wrong pages shows; odd counts leave a short last slice and
 // messages that straddle 2 MiB pages.
 #include <gtest/gtest.h>
@@ -23,7 +23,7 @@ namespace {
 
 constexpr size_t kPerRank = (5 << 20) / 4 + 5;  // f32: 5 MiB and 20 bytes
 // Each round sends each 2 MiB page of a buffer once: after kCollapseRound rounds the pages
-// are queued for collapsing, and the rounds after may read them as huge pages. A busy sender
+// are queued for collapsing, and the rounds after may read them as huge pages. A sender
 // times its first 3 such ops through the slots and the next 3 by CMA (ShmConnection's
 // kWayRules), then takes the faster: 8 rounds after the collapse go both ways.
 constexpr int kCollapseRound =

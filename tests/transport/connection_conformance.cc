@@ -245,20 +245,18 @@ TEST_P(ConnectionConformance, CapsAreDeclaredOnce) {
 }
 
 // postSendCopying as an all-gather's first step uses it: both ranks send their part and copy it
-// to their own output at once, from one element to several CMA pieces, busy senders or not,
-// streaming or not. A connection that cannot copy says so, and the rank copies and sends.
+// to their own output at once, from one element to several CMA pieces, streaming or not. A connection that cannot copy says so, and the rank copies and sends.
 TEST_P(ConnectionConformance, SendCopyingFillsTheCopyAndThePeer) {
   expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
     const int me = ep.self.rank, peer = 1 - me;
     Connection* conn = ep.conns[peer];
     uint64_t tag = 1500;
     for (size_t bytes : {size_t{1}, size_t{4099}, (size_t{1} << 20) + 7, (size_t{9} << 20) + 3}) {
-      for (bool busy : {false, true}) {
+      for (bool stream : {false, true}) {
         ++tag;
         std::vector<uint8_t> mine(bytes), copy = recvBuffer(bytes), theirs = recvBuffer(bytes);
         fillPattern(mine.data(), bytes, tag * 2 + me);
-        conn->setBusySender(busy);
-        conn->setStreamingReceives(busy);
+        conn->setStreamingReceives(stream);
         conn->opBegins(tag);
         if (!trySendCopying(conn, mine.data(), copy.data(), bytes, tag, 1)) {
           conn->postSend(mine.data(), bytes, tag, 1);
@@ -267,13 +265,12 @@ TEST_P(ConnectionConformance, SendCopyingFillsTheCopyAndThePeer) {
         conn->postRecv(theirs.data(), bytes, tag, 2);
         expectOk(ep.wait(2), "send copying");
         conn->opEnds(tag);
-        std::string what = strprintf("%zu bytes%s: the copy", bytes, busy ? ", busy sender" : "");
+        std::string what = strprintf("%zu bytes%s: the copy", bytes, stream ? ", streaming" : "");
         checkPattern(copy.data(), bytes, tag * 2 + me, what.c_str());
-        what = strprintf("%zu bytes%s: the peer's", bytes, busy ? ", busy sender" : "");
+        what = strprintf("%zu bytes%s: the peer's", bytes, stream ? ", streaming" : "");
         checkPattern(theirs.data(), bytes, tag * 2 + peer, what.c_str());
       }
     }
-    conn->setBusySender(false);
     conn->setStreamingReceives(false);
   }));
 }

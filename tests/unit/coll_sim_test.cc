@@ -286,6 +286,31 @@ TEST(CollSim, ABusySendersLargeMessagesAreReadWithoutItsCopy) {
   EXPECT_NEAR(run(m, q).seconds, pass, pass * 0.1);
 }
 
+// Where ranks queue for cores (a loaded step above α) every sender's large messages are read by
+// CMA, as coll's timing of its two ways finds them faster there: a direct broadcast's root on
+// a host of 3 then copies nothing, and its two readers each take one pass, at once. With cores
+// to spare the root copies into both rings, two passes on its thread.
+TEST(CollSim, WhereRanksQueueForCoresARootsLargeMessagesAreReadWithoutItsCopy) {
+  auto host = [](double loaded_step_s) {
+    ClusterFlags f;
+    f.hosts = 1;
+    f.per_host = 3;
+    f.loaded_step_s = loaded_step_s;
+    ClusterModel m;
+    EXPECT_TRUE(clusterFromFlags(f, &m));
+    return m;
+  };
+  const ClusterModel contended = host(6e-6), spare = host(0);
+  ASSERT_TRUE(contended.contended(false));
+  ASSERT_FALSE(spare.contended(false));
+  SimRequest q = request(algo::Collective::broadcast, "direct", 64 << 20);
+  q.in_place = true;
+  q.iters = 2;
+  const double pass = (64 << 20) / spare.topo.intra.beta_Bps;
+  EXPECT_NEAR(run(contended, q).seconds, pass, pass * 0.2);
+  EXPECT_NEAR(run(spare, q).seconds, 2 * pass, pass * 0.2);
+}
+
 // Builders that break the schedules' rules, to prove the engine names what went wrong.
 algo::Schedule unmatchedSends(const algo::BuildParams& p) {
   algo::Schedule s;

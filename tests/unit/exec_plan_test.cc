@@ -1,7 +1,6 @@
 // ExecPlan::of (exec/executor.h): what the executor derives from a schedule before running it,
-// here the hint that lets a transport have receivers read a busy sender's memory
-// (Connection::setBusySender) and the receives whose bytes a send passes on unchanged
-// (Connection::postRecvRelay).
+// here the receives whose bytes a send passes on unchanged (Connection::postRecvRelay); and
+// algo::copiesBothWays, the busy ranks whose large messages coll-sim has read by CMA.
 #include <gtest/gtest.h>
 
 #include "algorithms/chain_broadcast.h"
@@ -24,26 +23,26 @@ algo::BuildParams params(int rank, int nranks) {
   return p;
 }
 
-TEST(ExecPlan, AllGatherCopiesBothWays) {
+TEST(CopiesBothWays, AnAllGathersRanks) {
   for (int n : {2, 3, 5})
-    for (int r = 0; r < n; ++r) EXPECT_TRUE(ExecPlan::of(algo::buildRingAllgather(params(r, n))).copies_both_ways);
+    for (int r = 0; r < n; ++r) EXPECT_TRUE(algo::copiesBothWays(algo::buildRingAllgather(params(r, n))));
 }
 
-TEST(ExecPlan, ReducingOpsDoNot) {
+TEST(CopiesBothWays, NotAReducingOpsRanks) {
   for (int n : {2, 3})
     for (int r = 0; r < n; ++r) {
-      EXPECT_FALSE(ExecPlan::of(algo::buildRingAllreduce(params(r, n))).copies_both_ways) << "all-reduce rank " << r;
-      EXPECT_FALSE(ExecPlan::of(algo::buildRingReduceScatter(params(r, n))).copies_both_ways) << "rank " << r;
+      EXPECT_FALSE(algo::copiesBothWays(algo::buildRingAllreduce(params(r, n)))) << "all-reduce rank " << r;
+      EXPECT_FALSE(algo::copiesBothWays(algo::buildRingReduceScatter(params(r, n)))) << "rank " << r;
     }
 }
 
-TEST(ExecPlan, OnlyTheMiddleOfABroadcastChainCopiesBothWays) {
+TEST(CopiesBothWays, OnlyTheMiddleOfABroadcastChain) {
   const int n = 4;
   for (int r = 0; r < n; ++r) {
     algo::BuildParams p = params(r, n);
     p.in_place = true;
     const bool middle = r != 0 && r != n - 1;  // the chain runs from the root, rank 0, upwards
-    EXPECT_EQ(ExecPlan::of(algo::buildChainBroadcast(p)).copies_both_ways, middle) << "rank " << r;
+    EXPECT_EQ(algo::copiesBothWays(algo::buildChainBroadcast(p)), middle) << "rank " << r;
   }
 }
 

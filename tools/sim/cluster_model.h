@@ -8,7 +8,8 @@
 // across hosts, where the bracket is crossed only between hosts under different leaves (the
 // spine itself never blocks; oversubscription sits in the leaf uplinks), and
 //   rank --(the sender's copy into the ring)--[host memory]--(the receiver's copy or reduction)--> rank
-// inside a host, where a busy sender's large messages skip the sender's copy (read by CMA).
+// inside a host, where a busy sender's large messages skip the sender's copy (read by CMA), as
+// every sender's do where ranks queue for cores.
 #pragma once
 
 #include <string>

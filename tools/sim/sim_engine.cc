@@ -38,10 +38,11 @@ enum Flag : uint8_t {
   kArrived = 2, kPosted = 4, kDone = 16, kCopies = 32, kAwaitsReader = 64, kSenderCopies = 128
 };
 
-// coll's shared memory reads a message by CMA, the sender not copying it, only where the sender
-// is busy (algo::copiesBothWays: ShmConnection::sendsByCma) and the message is at least
-// COLL_SHM_CMA_THRESHOLD's default. Everything else goes through the ring's slots: the sender
-// copies in, the receiver copies (or reduces) out.
+// coll's shared memory reads a message of COLL_SHM_CMA_THRESHOLD's default or more by CMA, the
+// sender not copying it, where its timing finds that faster (ShmConnection::sendsByCma): for a
+// busy sender (algo::copiesBothWays), and for every sender where ranks queue for cores
+// (ClusterModel::contended), whose second copy then has no core to spare. Everything else goes
+// through the ring's slots: the sender copies in, the receiver copies (or reduces) out.
 constexpr uint32_t kCmaMinBytes = 256 << 10;
 
 // What timing needs of one step in one run: an event touches one record rather than a dozen
@@ -157,7 +158,8 @@ class Loader {
   bool senderCopies(int rank, const algo::Step& st) const {
     if (m_.fabric.shm_ring_bytes <= 0 || st.peer < 0 || st.peer >= n_) return false;
     if (m_.host_of[static_cast<size_t>(rank)] != m_.host_of[static_cast<size_t>(st.peer)]) return false;
-    return !(busy_ && st.bytes >= kCmaMinBytes) || st.copy_to_output;
+    const bool by_cma = (busy_ || m_.contended(false)) && st.bytes >= kCmaMinBytes;
+    return !by_cma || st.copy_to_output;
   }
 
   const ClusterModel& m_;

@@ -39,9 +39,9 @@ void copyPayload(uint8_t* slot, const uint8_t* data, size_t n, bool streamed) {
   else std::memcpy(slot, data, n);
 }
 
-// A busy sender's whole buffers from huge pages go by CMA or through the slots, whichever
-// timing finds faster (timed_choice.h): all of an op's one way, the op timed from opBegins to
-// opEnds, which is what the caller waits for. Measured on this project's 2-vCPU VM, all-gather
+// A sender's whole buffers from huge pages go by CMA or through the slots, whichever timing
+// finds faster (timed_choice.h): all of an op's one way, the op timed from opBegins to opEnds,
+// which is what the caller waits for. Measured on this project's 2-vCPU VM, all-gather
 // of 64 MiB on 2 ranks, out of place: cores far apart (a cache-line ping-pong of 0.5 us), CMA
 // 3.7-4.2 ms and the slots 4.1-5.5; cores near (0.1 us), CMA 5.1-5.3 ms and the slots 3.4-4.6.
 // Which state the VM is in changes every few seconds to minutes, as a cross-socket pair's does
@@ -127,15 +127,17 @@ bool ShmConnection::sendsByDescriptor(const void* data, size_t bytes, SharedMemo
   return sendsByCma(data, bytes);
 }
 
-// Where the threshold is ours, not the user's: only a busy sender (Connection::setBusySender),
-// whose core would otherwise copy, only from huge pages (huge_pages.h), and only where timing
-// says CMA is faster (kWayRules). A sender with time to spare copies into the slots while the
-// receiver copies out: two cores on it. Measured on this 2-core VM, 64 MiB, 2 ranks, one round:
-// broadcast (whose root only sends) 5.9 ms through the slots against 6.8 by CMA.
+// Where the threshold is ours, not the user's: only from huge pages (huge_pages.h), and only
+// where timing says CMA is faster (kWayRules). Which is faster is not the sender's to know: a
+// sender with a core to spare copies into the slots while its receiver copies out, two cores
+// on it (a 64 MiB broadcast's root on one host of 2 cores: 5.9 ms through the slots, 6.8 by
+// CMA), but where other ranks want those cores the second copy is all cost (netcluster 2 x 2,
+// 4 ranks on 2 cores: the chain broadcast of 64 MiB 56.0 ms with its root kept to the slots,
+// 43.8 timed, 42.3 with every sender by CMA; docs/PERFORMANCE.md).
 bool ShmConnection::sendsByCma(const void* data, size_t bytes) {
   if (!cma_send_ || bytes < e_.cma_threshold) return false;
   if (!e_.cma_huge_only) return true;  // the user's threshold: every message above it
-  if (!busy_sender_ || !HugePages::process().backs(data, bytes)) {
+  if (!HugePages::process().backs(data, bytes)) {
     op_.other_bytes += bytes;
     return false;
   }
@@ -156,7 +158,7 @@ void ShmConnection::opBegins(uint64_t op_tag) {
   op_ = OpWay{};
   op_.open = true;
   op_.tag = op_tag;
-  if (busy_sender_ && cma_send_ && e_.cma_huge_only) op_.start = std::chrono::steady_clock::now();
+  if (cma_send_ && e_.cma_huge_only) op_.start = std::chrono::steady_clock::now();
 }
 
 void ShmConnection::opEnds(uint64_t op_tag) {

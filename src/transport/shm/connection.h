@@ -131,7 +131,7 @@ class ShmConnection : public Connection {
     std::chrono::steady_clock::time_point first_slot;
     SharedMemory::Location region;  // fd >= 0: a mapped descriptor (cma is set too)
   };
-  // An op as this connection sees it (opBegins to opEnds). A busy sender's whole buffers from
+  // An op as this connection sees it (opBegins to opEnds). A sender's whole buffers from
   // huge pages go one way for the whole op: its pieces are posted as the op goes and complete
   // one after another, so only the op's time says which way moved them faster. The op is timed
   // where nearly all its large sends could go either way: the 2 MiB pages at a buffer's ends
@@ -227,7 +227,7 @@ class ShmConnection : public Connection {
   bool started_ = false;    // the controls are reserved (start)
   std::vector<uint32_t> reserved_;  // per outbound slot: how many of its bytes have pages (reserveSlot)
   SlotCopyPolicy copy_policy_;  // outbound: how large payloads go into slots
-  TimedChoice way_;             // outbound, busy senders from huge pages: slots (first) or CMA (second)
+  TimedChoice way_;             // outbound, large sends from huge pages: slots (first) or CMA (second)
   OpWay op_;
   bool read_cma_ = false;       // poll(): the last slot read was a CMA piece
   std::vector<ShmConnection*>* active_list_ = nullptr;  // setActiveList
