@@ -245,7 +245,8 @@ TEST_P(ConnectionConformance, CapsAreDeclaredOnce) {
 }
 
 // postSendCopying as an all-gather's first step uses it: both ranks send their part and copy it
-// to their own output at once, from one element to several CMA pieces, streaming or not. A connection that cannot copy says so, and the rank copies and sends.
+// to their own output at once, from one element to several CMA pieces, streaming or not. A
+// connection that cannot copy says so, and the rank copies and sends.
 TEST_P(ConnectionConformance, SendCopyingFillsTheCopyAndThePeer) {
   expectAllSucceeded(runCase(GetParam(), [](Endpoint& ep) {
     const int me = ep.self.rank, peer = 1 - me;
