@@ -383,14 +383,13 @@ class Runner {
   void readFromRing(uint64_t key, double start, double end, double bytes) {
     if (m_.fabric.shm_ring_bytes <= 0) return;
     Ring& ring = rings_[key];
-    const double before = ring.read;
-    bytes = m_.fabric.shmRingBytesOf(bytes);
-    ring.read += bytes;
+    const double before = ring.read, held = m_.fabric.shmRingBytesOf(bytes);
+    ring.read += held;
     while (!ring.waiting.empty() && ring.waiting.front().second <= ring.read) {
       const auto [send, frees_at] = ring.waiting.front();
       ring.waiting.pop_front();
       s_.rec[send].flags &= static_cast<uint8_t>(~kAwaitsReader);
-      const double share = std::clamp((frees_at - before) / bytes, 0.0, 1.0);
+      const double share = std::clamp((frees_at - before) / held, 0.0, 1.0);
       push(send, start + share * (end - start));
     }
   }
