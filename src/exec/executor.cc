@@ -122,6 +122,13 @@ class Executor {
   }
 
  private:
+  // The schedule's kind, and whether the op runs in place: one schedule may serve both, and an
+  // op whose input is its output skips the copies between them.
+  uint64_t opKind() const {
+    const OpBuffers& op = ctx_.ops[0];
+    return plan_.kind ^ (op.input == op.output ? 0x9e3779b97f4a7c15ull : 0);
+  }
+
   Status prepare() {
     walk_.reset();
     st_.fused.assign(s_.steps.size(), 0);
@@ -133,7 +140,7 @@ class Executor {
       COLL_RETURN_IF_ERROR(ctx_.connect(plan_.lanes[l].peer, &st_.lane_conn[l], &via));
       st_.lane_via[l] = via;
       st_.lane_conn[l]->setStreamingReceives(ctx_.stream_receives);
-      st_.lane_conn[l]->opBegins(ctx_.ops[0].tag);
+      st_.lane_conn[l]->opBegins(ctx_.ops[0].tag, opKind());
       if (std::find(st_.active.begin(), st_.active.end(), via) == st_.active.end()) st_.active.push_back(via);
     }
     if (ctx_.scratch->size() < s_.scratch_bytes) ctx_.scratch->resize(s_.scratch_bytes);
@@ -350,8 +357,37 @@ class Executor {
 
 }  // namespace
 
+namespace {
+
+// FNV-1a, 64 bits: not a secret, only to tell kinds of op apart.
+class KindHash {
+ public:
+  void add(uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) h_ = (h_ ^ (v & 0xff)) * 0x100000001b3ull;
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ull;
+};
+
+uint64_t scheduleKind(const algo::Schedule& schedule) {
+  KindHash h;
+  for (char c : schedule.algorithm) h.add(static_cast<unsigned char>(c));
+  for (const Step& step : schedule.steps) {
+    h.add(static_cast<uint64_t>(step.kind) | static_cast<uint64_t>(step.source) << 8 |
+          static_cast<uint64_t>(step.copy_to_output) << 16 | static_cast<uint64_t>(static_cast<uint32_t>(step.peer)) << 32);
+    h.add(step.offset);
+    h.add(step.bytes);
+  }
+  return h.value();
+}
+
+}  // namespace
+
 ExecPlan ExecPlan::of(const algo::Schedule& schedule) {
   ExecPlan plan;
+  plan.kind = scheduleKind(schedule);
   static_cast<WalkPlan&>(plan) = WalkPlan::of(schedule);
   const size_t n = schedule.steps.size();
   plan.forward_send.assign(n, -1);

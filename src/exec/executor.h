@@ -57,6 +57,9 @@ struct ExecContext {
 struct ExecPlan : WalkPlan {
   std::vector<int32_t> forward_send;  // per step: for a recvReduce, the send of its result (Step::forwards), or -1
   std::vector<int32_t> relay_send;    // per step: for a recv, the send that passes its bytes on as they are, or -1
+  // A hash of the schedule (its algorithm; every step's kind, buffer, peer, place and size):
+  // equal for every run of it, the kind of op a transport times its ways by (Connection::opBegins).
+  uint64_t kind = 0;
 
   static ExecPlan of(const algo::Schedule& schedule);
 };

@@ -258,7 +258,7 @@ TEST_P(ConnectionConformance, SendCopyingFillsTheCopyAndThePeer) {
         std::vector<uint8_t> mine(bytes), copy = recvBuffer(bytes), theirs = recvBuffer(bytes);
         fillPattern(mine.data(), bytes, tag * 2 + me);
         conn->setStreamingReceives(stream);
-        conn->opBegins(tag);
+        conn->opBegins(tag, 0);
         if (!trySendCopying(conn, mine.data(), copy.data(), bytes, tag, 1)) {
           conn->postSend(mine.data(), bytes, tag, 1);
           std::memcpy(copy.data(), mine.data(), bytes);

@@ -41,7 +41,7 @@ void copyPayload(uint8_t* slot, const uint8_t* data, size_t n, bool streamed) {
 
 // A sender's whole buffers from huge pages go by CMA or through the slots, whichever timing
 // finds faster (timed_choice.h): all of an op's one way, the op timed from opBegins to opEnds,
-// which is what the caller waits for. Measured on this project's 2-vCPU VM, all-gather
+// which is what the caller waits for, each kind of op apart from the others (TimedChoices). Measured on this project's 2-vCPU VM, all-gather
 // of 64 MiB on 2 ranks, out of place: cores far apart (a cache-line ping-pong of 0.5 us), CMA
 // 3.7-4.2 ms and the slots 4.1-5.5; cores near (0.1 us), CMA 5.1-5.3 ms and the slots 3.4-4.6.
 // Which state the VM is in changes every few seconds to minutes, as a cross-socket pair's does
@@ -66,7 +66,7 @@ ShmConnection::ShmConnection(const Endpoints& e, std::shared_ptr<const PeerProce
       completions_(completions),
       self_pid_(e.own_header->owner_pid),  // getpid() at set-up: a system call a pair otherwise
       peer_regions_(process_->pid(), e.peer),
-      way_(kWayRules) {
+      ways_(kWayRules) {
   mapped_send_ = e_.peer_header->cma_readable.test(e_.outbound_channel);
   cma_send_ = e_.cma_threshold > 0 && mapped_send_;
   caps_.recv_reduce = true;
@@ -143,21 +143,24 @@ bool ShmConnection::sendsByCma(const void* data, size_t bytes) {
   }
   if (!op_.chosen) {
     op_.chosen = true;
-    const bool was = way_.second();
-    op_.cma = way_.pick(op_.open, &op_.timed);
+    op_.way = &ways_.of(op_.kind);
+    const bool was = op_.way->second();
+    op_.cma = op_.way->pick(op_.open, &op_.timed);
     if (op_.cma != was)
-      COLL_TRACE("SHM", "%s: large sends go %s now (median ns/byte: slots %.4f, CMA %.4f)", describe().c_str(),
-                 op_.cma ? "by CMA" : "through the slots", way_.medianNsPerByte(false), way_.medianNsPerByte(true));
+      COLL_TRACE("SHM", "%s: large sends of ops of kind %016llx go %s now (median ns/byte: slots %.4f, CMA %.4f)",
+                 describe().c_str(), static_cast<unsigned long long>(op_.kind), op_.cma ? "by CMA" : "through the slots",
+                 op_.way->medianNsPerByte(false), op_.way->medianNsPerByte(true));
   }
   op_.bytes += bytes;
   return op_.cma;
 }
 
-void ShmConnection::opBegins(uint64_t op_tag) {
+void ShmConnection::opBegins(uint64_t op_tag, uint64_t op_kind) {
   if (op_.open && op_.tag == op_tag) return;  // its other lane
   op_ = OpWay{};
   op_.open = true;
   op_.tag = op_tag;
+  op_.kind = op_kind;
   if (cma_send_ && e_.cma_huge_only) op_.start = std::chrono::steady_clock::now();
 }
 
@@ -165,7 +168,7 @@ void ShmConnection::opEnds(uint64_t op_tag) {
   if (!op_.open || op_.tag != op_tag) return;
   op_.open = false;
   if (!op_.timed || op_.other_bytes > op_.bytes / kWayOtherShare) return;
-  way_.record(op_.cma, op_.bytes, std::chrono::steady_clock::now() - op_.start);
+  op_.way->record(op_.cma, op_.bytes, std::chrono::steady_clock::now() - op_.start);
 }
 
 void ShmConnection::postSendCopying(const void* data, void* copy, size_t bytes, uint64_t tag, uint64_t cookie) {

@@ -111,7 +111,7 @@ class ShmConnection : public Connection {
   }
   // This side is going away (transport destroyed): the peer's requests stop waiting for us.
   void close();
-  void opBegins(uint64_t op_tag) override;
+  void opBegins(uint64_t op_tag, uint64_t op_kind) override;
   void opEnds(uint64_t op_tag) override;
 
  private:
@@ -141,7 +141,9 @@ class ShmConnection : public Connection {
     uint64_t tag = 0;
     bool chosen = false;     // the way of its first eligible send was picked
     bool cma = false;        // ... and it is CMA
-    bool timed = false;      // its time goes to way_
+    bool timed = false;      // its time goes to *way
+    uint64_t kind = 0;       // Connection::opBegins
+    TimedChoice* way = nullptr;  // ways_ of its kind, once a send asked
     size_t bytes = 0;        // of its eligible sends
     size_t other_bytes = 0;  // of its large sends that could not go by CMA (the pages at its ends)
     std::chrono::steady_clock::time_point start;
@@ -227,7 +229,7 @@ class ShmConnection : public Connection {
   bool started_ = false;    // the controls are reserved (start)
   std::vector<uint32_t> reserved_;  // per outbound slot: how many of its bytes have pages (reserveSlot)
   SlotCopyPolicy copy_policy_;  // outbound: how large payloads go into slots
-  TimedChoice way_;             // outbound, large sends from huge pages: slots (first) or CMA (second)
+  TimedChoices ways_;           // outbound, large sends from huge pages: slots (first) or CMA (second), per kind of op
   OpWay op_;
   bool read_cma_ = false;       // poll(): the last slot read was a CMA piece
   std::vector<ShmConnection*>* active_list_ = nullptr;  // setActiveList

@@ -64,4 +64,21 @@ void TimedChoice::record(bool second, size_t bytes, std::chrono::nanoseconds too
   samples_[second ? 1 : 0].add(static_cast<double>(took.count()) / static_cast<double>(bytes));
 }
 
+TimedChoice& TimedChoices::of(uint64_t kind) {
+  ++uses_;
+  for (Kind& k : kinds_)
+    if (k.kind == kind) {
+      k.last_use = uses_;
+      return k.choice;
+    }
+  if (kinds_.size() < kKinds) {
+    kinds_.push_back(Kind{kind, uses_, TimedChoice(rules_)});  // reserved: the others stay put
+    return kinds_.back().choice;
+  }
+  Kind& oldest = *std::min_element(kinds_.begin(), kinds_.end(),
+                                   [](const Kind& a, const Kind& b) { return a.last_use < b.last_use; });
+  oldest = Kind{kind, uses_, TimedChoice(rules_)};
+  return oldest.choice;
+}
+
 }  // namespace coll::transport::shm

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace coll::transport::shm {
 
@@ -62,6 +63,34 @@ class TimedChoice {
   int settle_;              // uses left before the next one is timed
   int exploring_ = 0;       // uses left of a run of the other way
   uint64_t since_explored_ = 0;
+};
+
+// A TimedChoice per kind of use. Uses of different kinds take different times per byte for
+// reasons of their own (an out-of-place broadcast's root also copies its input to its output,
+// an in-place one does not), so samples of one kind would decide the way of another: a job
+// that ran its out-of-place broadcasts, then its in-place ones, compared the in-place ops'
+// times through the slots with the out-of-place ops' by CMA, found the slots faster and kept
+// them, 15-20 % slower than CMA (netcluster 2 x 2, 256 MiB; docs/PERFORMANCE.md). Keeps the
+// kinds used last, at most kKinds; a kind dropped and seen again starts over.
+class TimedChoices {
+ public:
+  static constexpr size_t kKinds = 8;
+
+  explicit TimedChoices(TimedChoice::Rules rules) : rules_(rules) { kinds_.reserve(kKinds); }
+
+  // The choice of this kind, made where there is none. The reference holds until the next
+  // call with another kind (which may drop this one).
+  TimedChoice& of(uint64_t kind);
+
+ private:
+  struct Kind {
+    uint64_t kind;
+    uint64_t last_use;
+    TimedChoice choice;
+  };
+  TimedChoice::Rules rules_;
+  std::vector<Kind> kinds_;
+  uint64_t uses_ = 0;
 };
 
 }  // namespace coll::transport::shm
