@@ -125,8 +125,9 @@ class Executor {
   // The schedule's kind, and whether the op runs in place: one schedule may serve both, and an
   // op whose input is its output skips the copies between them.
   uint64_t opKind() const {
+    constexpr uint64_t kInPlace = 0x9e3779b97f4a7c15ull;  // any bits that flip the hash's
     const OpBuffers& op = ctx_.ops[0];
-    return plan_.kind ^ (op.input == op.output ? 0x9e3779b97f4a7c15ull : 0);
+    return plan_.kind ^ (op.input == op.output ? kInPlace : 0);
   }
 
   Status prepare() {
@@ -375,8 +376,9 @@ uint64_t scheduleKind(const algo::Schedule& schedule) {
   KindHash h;
   for (char c : schedule.algorithm) h.add(static_cast<unsigned char>(c));
   for (const Step& step : schedule.steps) {
+    const auto peer = static_cast<uint64_t>(static_cast<uint32_t>(step.peer));
     h.add(static_cast<uint64_t>(step.kind) | static_cast<uint64_t>(step.source) << 8 |
-          static_cast<uint64_t>(step.copy_to_output) << 16 | static_cast<uint64_t>(static_cast<uint32_t>(step.peer)) << 32);
+          static_cast<uint64_t>(step.copy_to_output) << 16 | peer << 32);
     h.add(step.offset);
     h.add(step.bytes);
   }

@@ -35,8 +35,8 @@ Status probe(pid_t pid, const ProbeTarget& target);
 
 // The config a host's shm transport runs with (Config::shm_cma_auto): unless the user set
 // COLL_SHM_CMA_THRESHOLD, messages of 256 KiB and more are read by CMA only from huge pages
-// (huge_pages.h), and only while the sender's timing of whole ops finds CMA faster than its
-// slots (ShmConnection, kWayRules).
+// (huge_pages.h), and only while the sender's timing of whole ops of that kind finds CMA faster
+// than its slots (ShmConnection, kWayRules, TimedChoices).
 Config withCmaPolicy(const Config& config, size_t local_ranks);
 
 // Copies `bytes` from `remote` in process `pid` to `local`. Partial progress is reported in

@@ -41,12 +41,13 @@ void copyPayload(uint8_t* slot, const uint8_t* data, size_t n, bool streamed) {
 
 // A sender's whole buffers from huge pages go by CMA or through the slots, whichever timing
 // finds faster (timed_choice.h): all of an op's one way, the op timed from opBegins to opEnds,
-// which is what the caller waits for, each kind of op apart from the others (TimedChoices). Measured on this project's 2-vCPU VM, all-gather
-// of 64 MiB on 2 ranks, out of place: cores far apart (a cache-line ping-pong of 0.5 us), CMA
-// 3.7-4.2 ms and the slots 4.1-5.5; cores near (0.1 us), CMA 5.1-5.3 ms and the slots 3.4-4.6.
-// Which state the VM is in changes every few seconds to minutes, as a cross-socket pair's does
-// when the scheduler moves it. Every 64 ops (about 0.25 s of 64 MiB all-gathers) 3 go the other
-// way: at most about 1.5 % of the time where that way is a third slower.
+// which is what the caller waits for, each kind of op apart from the others (TimedChoices).
+// Measured on this project's 2-vCPU VM, all-gather of 64 MiB on 2 ranks, out of place: cores
+// far apart (a cache-line ping-pong of 0.5 us), CMA 3.7-4.2 ms and the slots 4.1-5.5; cores
+// near (0.1 us), CMA 5.1-5.3 ms and the slots 3.4-4.6. Which state the VM is in changes every
+// few seconds to minutes, as a cross-socket pair's does when the scheduler moves it. Every 64
+// ops of a kind (about 0.25 s of 64 MiB all-gathers) 3 go the other way: at most about 1.5 % of
+// the time where that way is a third slower.
 constexpr TimedChoice::Rules kWayRules{1.0, 64, 3, 0, 3};
 // An op is timed where at most 1/kWayOtherShare of its large sends' bytes had to take the slots.
 constexpr size_t kWayOtherShare = 8;
@@ -148,8 +149,9 @@ bool ShmConnection::sendsByCma(const void* data, size_t bytes) {
     op_.cma = op_.way->pick(op_.open, &op_.timed);
     if (op_.cma != was)
       COLL_TRACE("SHM", "%s: large sends of ops of kind %016llx go %s now (median ns/byte: slots %.4f, CMA %.4f)",
-                 describe().c_str(), static_cast<unsigned long long>(op_.kind), op_.cma ? "by CMA" : "through the slots",
-                 op_.way->medianNsPerByte(false), op_.way->medianNsPerByte(true));
+                 describe().c_str(), static_cast<unsigned long long>(op_.kind),
+                 op_.cma ? "by CMA" : "through the slots", op_.way->medianNsPerByte(false),
+                 op_.way->medianNsPerByte(true));
   }
   op_.bytes += bytes;
   return op_.cma;
