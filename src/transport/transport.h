@@ -119,9 +119,9 @@ class Connection {
   void setStreamingReceives(bool on) { streaming_receives_ = on; }
 
   // An op that uses this connection begins, and ends having succeeded. op_tag is the op's wire
-  // tag, the same for every lane of it: a second call for the same op is ignored. op_kind is
-  // the same for every run of the same schedule on the same buffers' shape (ExecPlan::kind, in
-  // place or not) and differs otherwise, as far as a hash tells. A transport that chooses
+  // tag, the same for every lane of it: a second call for the same op is ignored. op_kind tells
+  // kinds of op apart: the same for every run of one schedule on buffers of one shape (in place
+  // or not), different otherwise as far as the caller's hash tells. A transport that chooses
   // between ways of moving bytes by timing whole ops (what a benchmark and a training step wait
   // for) hangs its timing on these, and compares only ops of one kind. Nothing depends on them
   // for correctness.
