@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "base/fnv1a.h"
 #include "base/log.h"
 #include "coll/types.h"
 
@@ -23,19 +24,12 @@ Fields fieldsOf(uint64_t tag) {
           static_cast<uint32_t>(tag >> kSequenceShift)};
 }
 
-// FNV-1a: stable across builds and machines, which a tag compared between ranks needs.
-uint64_t fnv1a(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
 // Sums, not a hash, where neighbours must differ: counts or roots one apart (an off-by-one)
 // always give different checks; the algorithm's name is hashed.
 uint16_t callCheck(const WireCall& c) {
   const uint64_t count = c.count + (c.count >> 16) + (c.count >> 32) + (c.count >> 48);
   const uint64_t root = static_cast<uint64_t>(static_cast<int64_t>(c.root) + 1) * 0x9E37;  // odd: a step never wraps to 0
-  const uint64_t h = fnv1a(c.algorithm);
+  const uint64_t h = fnv1a(c.algorithm);  // stable across builds and machines: ranks compare it
   return static_cast<uint16_t>(count + root + (h ^ (h >> 16) ^ (h >> 32) ^ (h >> 48)));
 }
 

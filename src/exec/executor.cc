@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/fnv1a.h"
 #include "base/log.h"
 #include "base/wire_tag.h"
 #include "reduce/reduce.h"
@@ -360,21 +361,9 @@ class Executor {
 
 namespace {
 
-// FNV-1a, 64 bits: not a secret, only to tell kinds of op apart.
-class KindHash {
- public:
-  void add(uint64_t v) {
-    for (int i = 0; i < 8; ++i, v >>= 8) h_ = (h_ ^ (v & 0xff)) * 0x100000001b3ull;
-  }
-  uint64_t value() const { return h_; }
-
- private:
-  uint64_t h_ = 0xcbf29ce484222325ull;
-};
-
 uint64_t scheduleKind(const algo::Schedule& schedule) {
-  KindHash h;
-  for (char c : schedule.algorithm) h.add(static_cast<unsigned char>(c));
+  Fnv1a h;
+  h.add(schedule.algorithm);
   for (const Step& step : schedule.steps) {
     const auto peer = static_cast<uint64_t>(static_cast<uint32_t>(step.peer));
     h.add(static_cast<uint64_t>(step.kind) | static_cast<uint64_t>(step.source) << 8 |
