@@ -121,7 +121,13 @@ void expectCulpritNamed(const std::vector<RankOutcome>& outcomes, std::initializ
     EXPECT_GT(seconds, 0) << "failed before the attack";
     EXPECT_LT(seconds, 2.0 * kTimeoutSeconds);
     EXPECT_NE(o.message.find("allreduce #3"), std::string::npos) << "names the op";
-    EXPECT_NE(o.message.find("peer 1"), std::string::npos) << "names the culprit";
+    // Directly, or through the op's ledger: a survivor whose send was under way when the op
+    // failed closes that connection (docs/FAULT_TOLERANCE.md), so its partner may hear of the
+    // fault from it first ("peer 0 closed the connection"); the ledger then names rank 1 (seen
+    // once in CI under load, rank 2 of the recursive doubling waiting on rank 0).
+    const bool culprit = o.message.find("peer 1") != std::string::npos ||
+                         o.message.find("rank 1 has not started it") != std::string::npos;
+    EXPECT_TRUE(culprit) << "names the culprit";
     EXPECT_NE(o.message.find(what), std::string::npos) << "says what it did";
     std::cout << "rank " << o.rank << " failed " << seconds << " s after the attack (" << codeName(code)
               << "): " << o.message << "\n";
