@@ -357,10 +357,6 @@ class Executor {
   transport::Deadline next_peek_ = transport::Clock::now() + kPeekInterval;
 };
 
-}  // namespace
-
-namespace {
-
 uint64_t scheduleKind(const algo::Schedule& schedule) {
   Fnv1a h;
   h.add(schedule.algorithm);
