@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 
+#include "base/fnv1a.h"
 #include "base/log.h"
 
 namespace coll::topology {
@@ -62,9 +63,7 @@ std::string Topology::layoutHash() const {
   Json hw = Json::array();
   for (const HostHardware& h : hardware) hw.push(toJson(h));
   j.set("hardware", std::move(hw));
-  uint64_t hash = 1469598103934665603ull;  // FNV-1a 64
-  for (unsigned char c : j.dump()) hash = (hash ^ c) * 1099511628211ull;
-  return format("%016llx", static_cast<unsigned long long>(hash));
+  return format("%016llx", static_cast<unsigned long long>(fnv1a(j.dump())));
 }
 
 Topology topologyFromGrouping(const bootstrap::HostGrouping& hosts) {

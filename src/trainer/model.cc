@@ -3,6 +3,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "base/fnv1a.h"
+
 namespace coll::trainer {
 
 void Model::add(std::unique_ptr<Layer> layer) {
@@ -58,13 +60,7 @@ void Model::setReplay(bool replay) {
 }
 
 uint64_t hashParameters(std::span<const float> values) {
-  uint64_t h = 1469598103934665603ull;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
-  for (size_t i = 0; i < values.size_bytes(); ++i) {
-    h ^= bytes[i];
-    h *= 1099511628211ull;
-  }
-  return h;
+  return Fnv1a().addBytes(values.data(), values.size_bytes()).value();
 }
 
 }  // namespace coll::trainer
