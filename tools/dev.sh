@@ -32,9 +32,10 @@ packages=(build-essential cmake ninja-build pkg-config libboost-dev zlib1g-dev  
 # Optional, installed when apt-get can, never required: a real Slurm for the launcher matrix
 # (tests/launcher/launcher_matrix.sh skips its Slurm runs without them), nftables for
 # coll-doctor's firewalled-host case (tests/launcher/doctor_faults.sh skips it without nft),
-# gdb for the stacks of a test's rank still running at its deadline (tests/multirank/rank_runner.cc).
+# gdb for the stacks of a test's rank still running at its deadline (tests/multirank/rank_runner.cc),
+# ccache for compiles an earlier build on this machine already made (use_ccache below).
 # No headers or libraries.
-optional_packages=(slurm-wlm munge nftables gdb)
+optional_packages=(slurm-wlm munge nftables gdb ccache)
 
 install_missing() {
   local missing=() optional=() p
@@ -96,9 +97,27 @@ ensure_venvs() {
   ensure_venv "$venv_tf" tensorflow-cpu
 }
 
+# ccache, where installed: a fresh clone's build (CI's), and the wheels the pip and TensorFlow
+# tests build, take what an earlier build of the same sources on this machine compiled from its
+# cache, about half of a CI run otherwise. CMake reads the launcher from the environment (the
+# tests' nested builds too); paths under the checkout are hashed relative to the build folder,
+# so a clone elsewhere hits, and the folder itself is left out of the hash (NOHASHDIR: debug
+# info then names the folder of the compile that filled the cache). COLL_CCACHE=0: no ccache.
+use_ccache() {
+  if [[ ${COLL_CCACHE:-1} == 0 ]] || ! command -v ccache >/dev/null; then
+    unset CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER; return 0
+  fi
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=true
+}
+
 # configure_and_build [TARGET...]: configures, then builds the named targets (all without any).
 configure_and_build() {
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  use_ccache
+  # Given explicitly: the environment only seeds a new build folder's cache, and an empty value
+  # takes away a launcher an earlier configure set where ccache is gone now.
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER_LAUNCHER="${CMAKE_C_COMPILER_LAUNCHER:-}" -DCMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-}"
   if [[ $# -gt 0 ]]; then cmake --build "$build" -j "$(nproc)" --target "$@"; else cmake --build "$build" -j "$(nproc)"; fi
 }
 

@@ -35,7 +35,9 @@ echo "$(basename "$sdist"): $(tar tzf "$sdist" | wc -l) files"
 echo "== fresh venv with the registry's torch: pip wheel and pip install the sdist"
 "$py" -m venv "$work/venv"
 site "$py" >"$(site "$work/venv/bin/python")/registry_torch.pth"
-CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 1500 "$work/venv/bin/pip" wheel "${isolation[@]}" --no-deps -w "$work/wheels" \
+# (ccache, where tools/dev.sh set it up: pip unpacks the sdist into a new folder under the temp
+# folder each time, and builds inside it, so paths relative to the temp folder hash the same.)
+CCACHE_BASEDIR=$(dirname "$work") CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 1500 "$work/venv/bin/pip" wheel "${isolation[@]}" --no-deps -w "$work/wheels" \
   "$sdist" >"$work/wheel.log" 2>&1 || { tail -60 "$work/wheel.log"; exit 1; }
 grep "coll wheel:" "$work/wheel.log" || true
 wheel=$(ls "$work"/wheels/coll-*.whl)

@@ -33,7 +33,9 @@ count() { grep -o "$1" "$2" | wc -l; }
 echo "== pip install into a fresh venv with the registry's TensorFlow"
 "$py" -m venv "$work/venv"
 site "$py" >"$(site "$work/venv/bin/python")/registry_tf.pth"
-CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 1500 "$work/venv/bin/pip" install --no-build-isolation --no-deps \
+# (ccache, where tools/dev.sh set it up: paths relative to the temp folder, so the build folder's
+# new name each time hashes the same.)
+CCACHE_BASEDIR=$(dirname "$work") CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 1500 "$work/venv/bin/pip" install --no-build-isolation --no-deps \
   --ignore-installed -Cbuild-dir="$work/build" "$src" >"$work/install.log" 2>&1 || { tail -60 "$work/install.log"; exit 1; }
 grep "coll wheel:" "$work/install.log" || true
 
