@@ -259,7 +259,7 @@ bool CommunicatorImpl::issueOnPath(ExecutionPath& path, OpRequest& op, Work* wor
   if (path.startsAtIssue()) {
     engine = std::unique_lock<OwnedMutex>(engine_mu_, std::try_to_lock);
     if (engine.owns_lock() && !failed && &path == board_.get() && queued_.load(std::memory_order_acquire) > 0)
-      finishReadyBoardOps();
+      catchUpOnBoard();
     state.engine_held = engine.owns_lock();
     state.engine_idle = engine.owns_lock() && queued_.load(std::memory_order_acquire) == 0 && !failed;
   }

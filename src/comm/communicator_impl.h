@@ -104,7 +104,8 @@ class CommunicatorImpl final : private detail::OpDriver {
   bool runNext();
   void runOp(OpRequest& op, const std::optional<Error>& failed);
   void ran(OpRequest& op, const Status& st, const RunReport& report, std::chrono::steady_clock::time_point started);
-  void finishReadyBoardOps();
+  bool finishReadyBoardOps();
+  void catchUpOnBoard();
   void onFailure(OpRequest& op, Error error);
   Error withLedger(const OpRequest& op, const Error& error);
   // The store's "gone" list: the store appends a rank to it when that rank's presence

@@ -321,6 +321,26 @@ void anOpBehindAPendingBoardOpStarts(Communicator& comm, Rank&) {
   RANK_CHECK(a == static_cast<float>(n) && b == 2.0f * n, "wrong sums: %g %g", a, b);
 }
 
+// Rank 0 issues 40 small all-reduces (the board's) without waiting, then sends rank 1 what rank
+// 1 waits for before it issues its own: while rank 1 is held there, each of rank 0's issues
+// finds the op before it still pending and waits for it a while (catchUpOnBoard), bounded, so
+// the send is reached and everything finishes, with the right sums.
+void boardOpsIssuedBeforeASendThePeerNeeds(Communicator& comm, Rank&) {
+  const int n = comm.size(), rank = comm.rank();
+  constexpr int kOps = 40;
+  std::vector<float> values(kOps);
+  for (int k = 0; k < kOps; ++k) values[k] = static_cast<float>(k + 1);
+  int32_t token = rank == 0 ? 77 : 0;
+  if (rank == 1) comm.recv(&token, 1, DataType::i32, 0).wait();
+  std::vector<Work> works;
+  for (int k = 0; k < kOps; ++k) works.push_back(comm.allreduce(&values[k], &values[k], 1, DataType::f32, ReduceOp::sum));
+  if (rank == 0) comm.send(&token, 1, DataType::i32, 1).wait();
+  for (const Work& w : works) w.wait();
+  for (int k = 0; k < kOps; ++k)
+    RANK_CHECK(values[k] == static_cast<float>((k + 1) * n), "op %d: sum %g, expected %d", k, values[k], (k + 1) * n);
+  if (rank <= 1) RANK_CHECK(token == 77, "rank %d holds token %d, expected rank 0's 77", rank, token);
+}
+
 // Ops finished by callbacks alone, as TensorFlow's kernels finish theirs (Work::onComplete: nobody
 // will wait to run them, so coll's thread starts each at once): an order-sensitive chain on one
 // buffer, none waited on, still runs in issue order, each once, its callbacks in that order; a
@@ -376,6 +396,9 @@ TEST_P(Ordering, OpsFinishedByCallbacks) { expectAllSucceeded(runRanks(GetParam(
 TEST_P(Ordering, ThreadsWaitOnEachOthersOps) { expectAllSucceeded(runRanks(GetParam(), threadsWaitOnEachOthersOps)); }
 TEST_P(OrderingWithPeers, AnOpBehindAPendingBoardOpStartsWithoutAWaiter) {
   expectAllSucceeded(runRanks(GetParam(), anOpBehindAPendingBoardOpStarts));
+}
+TEST_P(OrderingWithPeers, BoardOpsIssuedBeforeASendThePeerNeedsStillFinish) {
+  expectAllSucceeded(runRanks(GetParam(), boardOpsIssuedBeforeASendThePeerNeeds));
 }
 TEST_P(OrderingWithPeers, BoundedWaitReturnsFalseWhileAPeerLags) {
   expectAllSucceeded(runRanks(GetParam(), boundedWaitReturnsFalseWhileRunning));
