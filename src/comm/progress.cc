@@ -200,11 +200,6 @@ void CommunicatorImpl::ran(OpRequest& op, const Status& st, const RunReport& rep
   link_->beat();
 }
 
-// Board ops at the head of the queue that every rank has posted: finished by the thread that
-// issues the next op, before it issues it, so that small ops issued back to back (as
-// all_reduce_perf does) keep to the issuing thread instead of moving to the progress thread,
-// whose hand-over and wake-ups cost more than the op. Nothing here waits for a peer: the first
-// op that is not ready stops it. engine_mu_ held.
 // Issuing a board op behind queued ones: finishes those that are ready, and gives the peers a
 // little while (yielding the core) to post the rest. Issuing without waiting, a rank that found
 // one op not ready queued every later op of a loop behind it (they are cheaper to queue than
@@ -212,7 +207,7 @@ void CommunicatorImpl::ran(OpRequest& op, const Status& st, const RunReport& rep
 // cores, 8 B all-reduces issued in a loop and waited on at its end, went from 2 us an op to
 // 4-5 a few thousand ops into a job, where waiting on each op kept 1.8 all along. Bounded, so
 // that a program whose peers need something this rank does after issuing (a send) still runs:
-// each issue then waits kBoardCatchUp at most.
+// each issue then waits kBoardCatchUp at most. engine_mu_ held.
 void CommunicatorImpl::catchUpOnBoard() {
   if (!finishReadyBoardOps() || !config_.inline_ops || config_.check) return;
   const auto until = Clock::now() + kBoardCatchUp;
@@ -221,8 +216,12 @@ void CommunicatorImpl::catchUpOnBoard() {
   } while (finishReadyBoardOps() && Clock::now() < until);
 }
 
-// Finishes the queued board ops at the head of the queue whose peers have all posted. True: it
-// stopped at a board op that may finish later (not every peer has posted it yet).
+// Board ops at the head of the queue that every rank has posted: finished by the thread that
+// issues the next op, before it issues it, so that small ops issued back to back (as
+// all_reduce_perf does) keep to the issuing thread instead of moving to the progress thread,
+// whose hand-over and wake-ups cost more than the op. Nothing here waits for a peer: the first
+// op that is not ready stops it. engine_mu_ held. True: it stopped at a board op that may
+// finish later (not every peer has posted it yet).
 bool CommunicatorImpl::finishReadyBoardOps() {
   for (;;) {
     OpRequest* head = nullptr;
