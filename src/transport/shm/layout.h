@@ -37,6 +37,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/fnv1a.h"
+
 namespace coll::transport::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x314745534c4c4f43ull;  // "COLLSEG1"
@@ -188,11 +190,11 @@ inline constexpr uint64_t ringsOffset(uint32_t nchannels) {
   return roundUpToPage(kChannelsOffset + uint64_t{kControlBytes} * nchannels);
 }
 
-// The set of a host's ranks, for a segment's header: ranks in increasing order.
+// The set of a host's ranks, for a segment's header: ranks in increasing order, then their count.
 inline uint64_t hostRanksFingerprint(const int* ranks, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the ranks
-  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<uint32_t>(ranks[i])) * 0x100000001b3ull;
-  return h ^ n;
+  Fnv1a h;
+  for (size_t i = 0; i < n; ++i) h.add(uint64_t{static_cast<uint32_t>(ranks[i])});
+  return h.add(uint64_t{n}).value();
 }
 
 // Geometry a segment is created with.
