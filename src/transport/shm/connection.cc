@@ -1,7 +1,5 @@
 #include "transport/shm/connection.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -9,7 +7,6 @@
 #include "base/wire_tag.h"
 #include "reduce/reduce.h"
 #include "reduce/stream_copy.h"
-#include "transport/shm/cma.h"
 #include "transport/shm/huge_pages.h"
 #include "transport/shm/doorbell.h"
 
