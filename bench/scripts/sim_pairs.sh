@@ -26,8 +26,9 @@ simulate() {
 
 for d in "$root"/docs/perf/sim_validation/goal_*/; do
   pair=$(basename "$d")
-  for lay in 2x2 4x1; do
-    [[ -f $d/measured_${lay}_1gbit_a.csv && -f $d/measured_${lay}_1gbit_b.csv ]] || continue
+  for first in "$d"/measured_*_1gbit_a.csv; do
+    lay=${first##*/measured_}; lay=${lay%_1gbit_a.csv}  # HxR
+    [[ -f $d/measured_${lay}_1gbit_b.csv ]] || continue
     for run in a b; do simulate "$d" "$lay" "$run" "$out/$pair/$lay$run"; done
     report=$out/$pair/goal_$lay.txt
     python3 "$sim" goal "$d/measured_${lay}_1gbit_a.csv" "$d/measured_${lay}_1gbit_b.csv" \
