@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "base/log.h"
-#include "base/wire_tag.h"
 #include "reduce/reduce.h"
 #include "reduce/stream_copy.h"
 #include "transport/shm/huge_pages.h"
@@ -39,9 +38,6 @@ constexpr size_t kWayOtherShare = 8;
 // Sends at least this big from collMemAlloc memory go by a mapped descriptor: one memcpy by
 // the receiver instead of two through the slots, for a round trip through the slots.
 constexpr size_t kMappedThreshold = 64 << 10;
-
-constexpr auto kAcquire = std::memory_order_acquire;
-constexpr auto kRelease = std::memory_order_release;
 
 }  // namespace
 

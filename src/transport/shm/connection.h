@@ -21,6 +21,7 @@
 // requests then fail with PeerLost, as a closed socket would.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -121,6 +122,8 @@ class ShmConnection : public Connection {
   // A CMA send's copy to its second destination (postSendCopying) goes this much per poll, in
   // step with the peer reading the same bytes a kCmaChunk at a time.
   static constexpr size_t kOwnCopyPiece = kCmaChunk;
+  static constexpr auto kAcquire = std::memory_order_acquire;
+  static constexpr auto kRelease = std::memory_order_release;
 
   bool reserveSlot(size_t bytes);
   struct SendRequest {

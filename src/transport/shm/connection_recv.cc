@@ -21,9 +21,6 @@ constexpr size_t kCmaBounceBytes = 256 << 10;
 // out from there.
 constexpr size_t kCombineBytes = 8 << 10;
 
-constexpr auto kAcquire = std::memory_order_acquire;
-constexpr auto kRelease = std::memory_order_release;
-
 }  // namespace
 
 bool ShmConnection::pullRecvs(size_t max_slots, bool inline_only) {
