@@ -36,7 +36,8 @@ for d in "$root"/docs/perf/sim_validation/goal_*/; do
     grep -q "of them:" "$report" || { echo "sim_pairs: $pair $lay: goal gave no figures ($report)"; exit 1; }
     echo "$pair $lay: within 15 %: $(grep -o 'of them: [0-9/]* ([0-9]*%)' "$report" | cut -d' ' -f3-)," \
       "geometric-mean error from 64 KiB: $(grep -o 'from 64 KiB: [0-9.]*%' "$report" | cut -d' ' -f4)," \
-      "pick: $(grep -o 'fastest: [0-9/]* ([0-9]*%)' "$report" | head -1 | cut -d' ' -f2-)"
+      "pick: $(grep -o 'fastest: [0-9/]* ([0-9]*%)' "$report" | head -1 | cut -d' ' -f2-)," \
+      "where the fastest repeats: $(grep -o 'within 10% at [0-9/]* ([0-9]*%)' "$report" | cut -d' ' -f4-)"
   done
 done
 echo "(goal's printouts: $out)"
