@@ -5,9 +5,11 @@
 // the ranks must be forked from a process without threads (store_process.h says why).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coll/coll.h"
@@ -99,7 +101,19 @@ TEST_P(CApiRanks, AbortMakesPeersFailWithPeerLost) {
     C_CHECK(collCommInitRank(&comm, n, id, rank));
     std::vector<float> buf(100000, 1.0f);
     for (int k = 0; k < 2; ++k) C_CHECK(collAllReduce(buf.data(), buf.data(), buf.size(), collFloat, collMax, comm, nullptr));
+    self.slot->phase = 1;
     if (rank == aborter) {
+      // Not before the others finished all-reduce #1: the aborter can finish it first (its
+      // last message sent, not yet read), and an abort may fail a peer's op still in flight
+      // (once in CI: rank 2's all-reduce #1, 4 ranks).
+      auto othersDone = [&] {
+        for (int r = 0; r < n; ++r)
+          if (self.slots[r].phase.load() != 1) return false;
+        return true;
+      };
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!othersDone() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       C_CHECK(collCommAbort(comm));
       return;
     }

@@ -103,7 +103,6 @@ class ShmConnection : public Connection {
   // The peer's state whether or not requests are posted (a board op posts none): its abort,
   // its closing or (check_process) its death, as the Status this connection would fail with.
   Status peerStatus(bool check_process) const;
-  bool peerAborted() const { return e_.peer_header->aborted.load(kAcquire); }
   // The oldest message the peer put in our inbound ring that no receive has started on.
   bool unreadMessage(uint64_t* tag, uint64_t* bytes) override;
   void fail(const Status& status);

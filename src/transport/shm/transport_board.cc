@@ -129,13 +129,14 @@ Status ShmTransport::boardPeersStatus(uint64_t sequence, Clock::time_point now, 
   });
 }
 
-// A peer may post, finish the op, close and exit between our seeing it unposted and our
-// checking on it (8 ranks on 2 cores, a split communicator freed right after its op: once in
-// CI; every time with a 300 us sleep put between the two looks). Its post happened before its
-// closing, so looking again after the closed flag (or its death) finds it, and its cell stays
-// mapped here. An abort still fails the op.
+// A peer may post, finish the op, close (or abort) and exit between our seeing it unposted
+// and our checking on it (8 ranks on 2 cores, a split communicator freed right after its op:
+// once in CI; every time with a 300 us sleep put between the two looks). Its post happened
+// before it left, so a second look finds it; the cell holds a copy of its operand and stays
+// mapped here. Unlike a message path's CMA descriptor (connection.cc, checkPeer), nothing in it
+// points into memory the peer may free after an abort.
 bool ShmTransport::postedBeforeLeaving(const ShmConnection& c, uint64_t sequence) const {
-  return !c.peerAborted() && board_->posted(c.peer(), sequence);
+  return board_->posted(c.peer(), sequence);
 }
 
 }  // namespace coll::transport::shm
