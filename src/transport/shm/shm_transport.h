@@ -157,7 +157,6 @@ class ShmTransport : public Transport, public SmallOpBoard {
   bool quickLook(uint64_t sequence);
   bool lookAfterYielding(uint64_t sequence);
   Status boardPeersStatus(uint64_t sequence, Clock::time_point now, TagTest other_op);
-  bool postedBeforeLeaving(const ShmConnection& c, uint64_t sequence) const;
   bool aborted() const { return abort_.raised(); }
   std::string abortReason() const { return abort_.reason(); }
 

@@ -119,7 +119,12 @@ Status ShmTransport::boardPeersStatus(uint64_t sequence, Clock::time_point now, 
   auto waited = [&](const ShmConnection& c) { return !board_->posted(c.peer(), sequence); };
   return sweepPeers(all_, board_checks_, processCheckDue(now), waited, [&](ShmConnection& c, bool check_process) {
     const int rank = c.peer();
-    if (Status st = c.peerStatus(check_process); !st) return postedBeforeLeaving(c, sequence) ? Status::ok() : st;
+    // The peer may have posted, finished the op, closed (or aborted) and exited since `waited`
+    // saw it unposted (8 ranks on 2 cores, a split freed right after its op: once in CI; every
+    // time with a 300 us sleep put here). Its post came before it left, so a second look finds
+    // it; the cell holds a copy of its operand and stays mapped here (unlike a message path's
+    // CMA descriptor, connection.cc's checkPeer, nothing in it points into the peer's memory).
+    if (Status st = c.peerStatus(check_process); !st) return board_->posted(rank, sequence) ? Status::ok() : st;
     uint64_t tag = 0, bytes = 0;
     if (c.unreadMessage(&tag, &bytes) && other_op(tag) && !board_->posted(rank, sequence))
       return mismatchError(format("peer %d sent rank %d a message of another collective instead of posting board op "
@@ -127,16 +132,6 @@ Status ShmTransport::boardPeersStatus(uint64_t sequence, Clock::time_point now, 
                                   rank, dir_.rank, static_cast<unsigned long long>(sequence)), rank);
     return Status::ok();
   });
-}
-
-// A peer may post, finish the op, close (or abort) and exit between our seeing it unposted
-// and our checking on it (8 ranks on 2 cores, a split communicator freed right after its op:
-// once in CI; every time with a 300 us sleep put between the two looks). Its post happened
-// before it left, so a second look finds it; the cell holds a copy of its operand and stays
-// mapped here. Unlike a message path's CMA descriptor (connection.cc, checkPeer), nothing in it
-// points into memory the peer may free after an abort.
-bool ShmTransport::postedBeforeLeaving(const ShmConnection& c, uint64_t sequence) const {
-  return board_->posted(c.peer(), sequence);
 }
 
 }  // namespace coll::transport::shm
