@@ -77,6 +77,8 @@ const std::vector<AlgorithmInfo>& catalog() {
        buildRingReduceScatter, [](const cost::Fabric& x) { return cost::ringChunked(x, true); }},
       {Collective::reducescatter, "hierarchical", "reduce-scatter in each host, then a ring per local rank across hosts",
        buildHierarchicalReduceScatter, [](const cost::Fabric& x) { return cost::hierarchicalPhase(x, true); }},
+      {Collective::reducescatter, "direct", "every rank sends chunk c straight to rank c, which reduces what it gets",
+       buildDirectReduceScatter, nullptr},
       {Collective::reducescatter, "ordered", "every chunk reduced in rank order by its owner",
        buildOrderedReduceScatter, nullptr},
       {Collective::alltoall, "direct", "every rank sends each peer its block in one step",

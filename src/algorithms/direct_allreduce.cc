@@ -5,31 +5,9 @@
 #include "algorithms/direct_phases.h"
 #include "algorithms/pair_allreduce.h"
 #include "algorithms/patterns/ring.h"
-#include "algorithms/reduce_slots.h"
 #include "algorithms/sliced_chunks.h"
 
 namespace coll::algo {
-namespace {
-
-void addReduceScatter(const BuildParams& p, const SlicedChunks& sl, ScheduleBuilder& b) {
-  const int r = p.rank;
-  const BufferId input = p.in_place ? BufferId::output : BufferId::input;
-  addSendToOwners(p, sl, b, 0);
-  ReduceSlots slots(p);
-  for (size_t j = 0; j < sl.slices(r); ++j) {
-    bool first = true;  // the first reduction of a slice reads the input: no up-front copy
-    for (int peer : peersInTurn(p)) {
-      slots.add(b, {StepKind::recvReduce, first ? input : BufferId::output, peer, sl.offset(r, j), sl.bytes(r, j), 0, 0},
-                sl.region(r, j));
-      first = false;
-    }
-    if (p.average) b.add({StepKind::divide, BufferId::output, -1, sl.offset(r, j), sl.bytes(r, j), 0, 0},
-                         {sl.region(r, j)}, {sl.region(r, j)});
-  }
-  b.setScratchBytes(slots.bytes());
-}
-
-}  // namespace
 
 Schedule buildDirectAllreduce(const BuildParams& p) {
   SlicedChunks sl(p);
@@ -43,7 +21,7 @@ Schedule buildDirectAllreduce(const BuildParams& p) {
   if (p.nranks == 2) {
     addPairAllreduce(p, sl, b);
   } else {
-    addReduceScatter(p, sl, b);
+    addDirectReduceScatter(p, sl, b, 0);
     addDirectAllGather(p, sl, b, 1);
   }
   return b.finish();

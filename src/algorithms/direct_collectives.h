@@ -14,6 +14,9 @@ namespace coll::algo {
 Schedule buildDirectAlltoall(const BuildParams& p);
 Schedule buildDirectGather(const BuildParams& p);
 Schedule buildDirectScatter(const BuildParams& p);
+// Reduce-scatter: chunk c of every rank's input to rank c, reduced there as it arrives; chosen
+// only by a COLL_ALGO rule (direct_reduce_scatter.cc says where it wins and where it loses).
+Schedule buildDirectReduceScatter(const BuildParams& p);
 
 // Point-to-point: one message of p.count elements to or from p.root (the peer).
 Schedule buildSend(const BuildParams& p);
