@@ -12,7 +12,8 @@
 //    against 15.6-17.9) but 1.25-1.5 x slower at 1 MiB, where every rank waits on n-1
 //    descheduled peers at once instead of one;
 //  - netcluster 4 x 1 unshaped: faster at every size from 16 KiB to 64 MiB (16 MiB 19.1-21.2
-//    against 23.0-25.3);
+//    against 23.0-25.3); 2 x 2 unshaped: level with the ring, both behind the hierarchical
+//    reduce-scatter the selector picks there (16 MiB 18.5 and 19.1 against 13.9);
 //  - shaped links (tbf at 1 and 10 Gbit/s): n-1 flows at once into each host's queue; at
 //    1 Gbit/s 1.3-2.4 x the ring from 256 KiB up, at 10 Gbit/s 4-4.7 x at 1 MiB.
 #include "algorithms/direct_collectives.h"
