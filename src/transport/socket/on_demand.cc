@@ -19,6 +19,7 @@ namespace {
 
 constexpr auto kHandshakeLimit = std::chrono::seconds(5);  // per accepted stream; bounds a silent intruder
 constexpr auto kMaxPause = std::chrono::milliseconds(500);  // between dials refused (the peer is not listening yet)
+constexpr auto kMaxGreetWait = std::chrono::milliseconds(1600);  // for a greeting, before dialing again
 
 // Reads what has arrived, until `in` holds `want` bytes. 1: it does; 0: more is to come;
 // -1: closed (*err 0) or failed (*err the errno).
@@ -179,6 +180,7 @@ void OnDemandConnector::advanceDial(Dialing& d, std::vector<Made>* made) {
   int err = 0;
   if (!d.greeted) {
     int r = readSome(d.fd.get(), &d.in, kGreetingBytes, &err);
+    if (r == 0 && now >= d.greet_by) return redialSilent(d);
     if (r == 0) return;
     if (r < 0) {
       retryLater(d, err ? err : ECONNRESET);
@@ -227,6 +229,19 @@ void OnDemandConnector::startConnect(Dialing& d) {
   d.fd = std::move(fd);
   d.in.clear();
   d.greeted = false;
+  d.greet_by = Clock::now() + d.greet_wait;
+}
+
+// A live peer greets as soon as its progress thread runs. A connection that stays silent can
+// be one the kernel completed while the peer's listener was closing (it was killed): the peer
+// side forgot it without a reset, so only a new dial (refused) tells. The wait doubles so a
+// slow but live peer is not dialed over and over.
+void OnDemandConnector::redialSilent(Dialing& d) {
+  COLL_INFO("NET", "no greeting from peer %d at %s within %lld ms: dialing again", d.peer,
+            pending_[d.peer].address.c_str(), static_cast<long long>(d.greet_wait.count()));
+  d.greet_wait = std::min(d.greet_wait * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxGreetWait));
+  d.fd.reset();
+  startConnect(d);  // last_errno stays: a silent dial is no error of its own
 }
 
 void OnDemandConnector::retryLater(Dialing& d, int err) {

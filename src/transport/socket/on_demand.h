@@ -74,6 +74,8 @@ class OnDemandConnector {
     UniqueFd fd;  // none while waiting to retry
     std::string in;
     bool greeted = false;  // the reply went: what comes next is the ack
+    Clock::time_point greet_by{};  // no greeting by then: dial again (see advanceDial)
+    std::chrono::milliseconds greet_wait{100};
     Clock::time_point retry_at{};
     std::chrono::milliseconds pause{10};
     int last_errno = 0;
@@ -92,6 +94,7 @@ class OnDemandConnector {
   void advanceDial(Dialing& d, std::vector<Made>* made);
   void startConnect(Dialing& d);
   void retryLater(Dialing& d, int err);
+  void redialSilent(Dialing& d);
   void failIfRefused(Dialing& d, std::vector<Made>* made);
   void dropDials(int peer);
   void fail(int peer, Status status, std::vector<Made>* made);
