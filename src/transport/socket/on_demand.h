@@ -74,7 +74,7 @@ class OnDemandConnector {
     UniqueFd fd;  // none while waiting to retry
     std::string in;
     bool greeted = false;  // the reply went: what comes next is the ack
-    Clock::time_point greet_by{};  // no greeting by then: dial again (see advanceDial)
+    Clock::time_point greet_by{};  // no greeting by then: dial again (redialSilent)
     std::chrono::milliseconds greet_wait{100};
     Clock::time_point retry_at{};
     std::chrono::milliseconds pause{10};
