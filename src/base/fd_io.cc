@@ -106,6 +106,15 @@ Status resolveTcp(const std::string& host, int port, AddressList* out) {
 
 }  // namespace
 
+void setLivenessProbes(int fd, bool on) {
+  int enable = on ? 1 : 0, idle_s = 1, interval_s = 1, count = 127;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &enable, sizeof enable);
+  if (!on) return;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
 Status connectTcp(const std::string& host, int port, Deadline deadline, UniqueFd* out) {
   AddressList res(nullptr, freeaddrinfo);
   COLL_RETURN_IF_ERROR(resolveTcp(host, port, &res));

@@ -33,6 +33,12 @@ class UniqueFd {
 // Connects to host:port (numeric or resolvable), retrying refused connections until the
 // deadline, since the listener may not be up yet. TCP_NODELAY is set.
 Status connectTcp(const std::string& host, int port, Deadline deadline, UniqueFd* out);
+// Keepalive probes every second on a connection that stays silent (on), or none (off). A
+// probe reaching a host that no longer has the connection is answered with a reset, so a peer
+// that vanished without a FIN or reset (the kernel dropped a half-made connection of a closing
+// listener) is found within a second or two. Ample probe count: an unanswered probe (the peer's
+// accept queue full) never fails the connection before the caller's own deadline would.
+void setLivenessProbes(int fd, bool on);
 // One attempt at each of host's addresses, no retry: *listening is false when nothing
 // listens there (refused), and the status an error only for a real failure (no route, the
 // deadline, an unresolvable host). For a caller that tries several ports in turn.

@@ -56,8 +56,15 @@ Status dialStream(const std::string& host, int port, const std::string& secret, 
                   Deadline deadline, UniqueFd* out) {
   UniqueFd fd;
   COLL_RETURN_IF_ERROR(connectTcp(host, port, connect_deadline, &fd));
+  // The acceptor greets first, and only once its own loop gets to this peer, so the wait is
+  // silent by design; probes tell a peer that is gone (the reset) from one that is busy.
+  setLivenessProbes(fd.get(), true);
   char hello[kGreetingBytes];
-  COLL_RETURN_IF_ERROR(readAll(fd.get(), hello, sizeof hello, deadline, "data handshake"));
+  if (Status st = readAll(fd.get(), hello, sizeof hello, deadline, "data handshake"); !st) {
+    if (st.code() != ErrorCode::PeerLost) return st;
+    return peerLostError(format("peer %d (%s:%d) dropped the connection before greeting us: it has left (%s)", peer,
+                                host.c_str(), port, st.message().c_str()), peer);
+  }
   bootstrap::Nonce nonce;
   COLL_RETURN_IF_ERROR(readGreeting(hello, format("%s:%d", host.c_str(), port), peer, &nonce));
   HandshakeReply r = makeReply(secret, context, nonce, rank, peer, stream, nstreams);
@@ -67,6 +74,7 @@ Status dialStream(const std::string& host, int port, const std::string& secret, 
   if (!st || ack != kHelloMagic)
     return peerLostError(format("peer %d (%s:%d) refused our handshake (different job secret or "
                                 "COLL_SOCKET_NSTREAMS?)", peer, host.c_str(), port), peer);
+  setLivenessProbes(fd.get(), false);  // a data stream's waits have their ops' deadlines
   *out = std::move(fd);
   return Status::ok();
 }

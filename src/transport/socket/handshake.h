@@ -32,7 +32,8 @@ Status checkReply(const HandshakeReply& r, const std::string& secret, const std:
 // Dialer side: connect to address and authenticate as (rank -> peer, stream). `deadline`
 // bounds reaching the listener (refused connections are retried until then); the handshake,
 // once connected, has until `handshake_deadline` (the acceptor answers only when it gets to
-// this peer, and a handshake cut off would leave it a dead stream).
+// this peer, and a handshake cut off would leave it a dead stream). A peer that vanished
+// meanwhile without a word is found by keepalive probes (setLivenessProbes): PeerLost.
 Status dialStream(const std::string& host, int port, const std::string& secret, const std::string& context,
                   int rank, int peer, int stream, int nstreams, Deadline deadline, Deadline handshake_deadline,
                   UniqueFd* out);
