@@ -15,6 +15,7 @@
 #include <string>
 
 #include "transport/socket/handshake.h"
+#include "unit/loopback_listener.h"
 
 namespace coll::transport::socket {
 namespace {
@@ -22,18 +23,8 @@ namespace {
 using namespace std::chrono_literals;
 
 struct Listener {
-  UniqueFd fd;
   int port = 0;
-  Listener() : fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len), 0);
-    EXPECT_EQ(::listen(fd.get(), 4), 0);
-    EXPECT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
-    port = ntohs(a.sin_port);
-  }
+  UniqueFd fd = listenOnLoopback(&port);
   UniqueFd take() { return UniqueFd(::accept4(fd.get(), nullptr, nullptr, SOCK_CLOEXEC)); }
 };
 

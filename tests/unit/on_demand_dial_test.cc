@@ -13,24 +13,12 @@
 #include <vector>
 
 #include "transport/socket/on_demand.h"
+#include "unit/loopback_listener.h"
 
 namespace coll::transport::socket {
 namespace {
 
 using namespace std::chrono_literals;
-
-UniqueFd listenOnLoopback(int* port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len), 0);
-  EXPECT_EQ(::listen(fd.get(), 16), 0);
-  EXPECT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
-  *port = ntohs(a.sin_port);
-  return fd;
-}
 
 struct SilentPeer {
   UniqueFd listener;
@@ -38,7 +26,7 @@ struct SilentPeer {
   std::vector<UniqueFd> taken;  // connections accepted and never greeted
   SilentPeer() {
     int port = 0;
-    listener = listenOnLoopback(&port);
+    listener = listenOnLoopback(&port, SOCK_NONBLOCK);
     address = "127.0.0.1:" + std::to_string(port);
   }
   void acceptAll() {
@@ -52,7 +40,7 @@ struct SilentPeer {
 
 struct Dialer {
   int own_port = 0;
-  UniqueFd own_listener = listenOnLoopback(&own_port);
+  UniqueFd own_listener = listenOnLoopback(&own_port, SOCK_NONBLOCK);
   OnDemandConnector connector;
   explicit Dialer(const std::string& peer_address)
       : connector(OnDemandConnector::Identity{0, 2, 1, "secret", "ctx/", 0}, own_listener.get(),
