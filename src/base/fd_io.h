@@ -36,8 +36,8 @@ Status connectTcp(const std::string& host, int port, Deadline deadline, UniqueFd
 // Keepalive probes every second on a connection that stays silent (on), or none (off). A
 // probe reaching a host that no longer has the connection is answered with a reset, so a peer
 // that vanished without a FIN or reset (the kernel dropped a half-made connection of a closing
-// listener) is found within a second or two. Ample probe count: an unanswered probe (the peer's
-// accept queue full) never fails the connection before the caller's own deadline would.
+// listener) is found within a second or two. Ample probe count: unanswered probes (the peer's
+// accept queue full) fail the connection only after 128 s, past the usual handshake deadline.
 void setLivenessProbes(int fd, bool on);
 // One attempt at each of host's addresses, no retry: *listening is false when nothing
 // listens there (refused), and the status an error only for a real failure (no route, the
