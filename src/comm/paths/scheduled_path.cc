@@ -61,7 +61,8 @@ Status ScheduledPath::timedAllreduce(const algo::AlgorithmInfo& algorithm, size_
   algo::BuildParams p = buildParams(OpRequest{});  // f32 sum, in place
   p.root = 0;
   p.count = bytes / sizeof(float);
-  if (workspace_.size() < bytes) workspace_.resize(bytes);
+  workspace_.grow(bytes);
+  if (bytes > 0) std::memset(workspace_.data(), 0, bytes);  // zeros, not whatever was there: no NaN or denormal in the timing
   ExecContext ctx;
   ctx.ops.push_back({workspace_.data(), workspace_.data(), wireTag(tune_sequence_++, kTuneWireKind)});
   ctx.type = DataType::f32;
@@ -136,7 +137,7 @@ const CachedSchedule* ScheduledPath::scheduleFor(const OpRequest& op, OpPlan* pl
   }
   *plan = planOp(op, rank_, size_);
   if (!plan->output) {
-    if (workspace_.size() < plan->workspace_bytes) workspace_.resize(plan->workspace_bytes);
+    workspace_.grow(plan->workspace_bytes);
     plan->output = workspace_.data();
   }
   p.count = plan->total_count;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "base/lazy_buffer.h"
 #include "bootstrap/host_grouping.h"
 #include "bootstrap/store.h"
 #include "comm/ledger.h"
@@ -73,7 +74,7 @@ class ScheduledPath final : public ExecutionPath {
   std::unique_ptr<select::Selector> selector_;
   ScheduleCache schedules_;
   std::vector<char> scratch_;    // received slices awaiting reduction
-  std::vector<char> workspace_;  // reductions whose result is not the user's buffer
+  LazyBuffer workspace_;         // reductions whose result is not the user's buffer
   ExecState exec_state_;         // the executor's bookkeeping, its vectors kept between ops
   ExecContext op_ctx_;           // run()'s, reused
   uint8_t barrier_byte_[1] = {0};
