@@ -5,7 +5,9 @@ namespace coll::algo {
 
 Schedule buildRingReduceScatter(const BuildParams& p) {
   SlicedChunks sc(p);
-  ScheduleBuilder b("ring", sc.numRegions());
+  // Past four ranks the partial sums (n - 2 chunks) outgrow two chunks of scratch.
+  const bool partials_in_scratch = p.nranks > 4;
+  ScheduleBuilder b("ring", sc.numRegions() + (partials_in_scratch ? partialSumRegions(sc) : 0));
   b.setNumPhases(p.nranks > 1 ? static_cast<uint32_t>(p.nranks - 1) : 1);
   if (p.count == 0) return b.finish();
   const int r = p.rank;
@@ -13,7 +15,7 @@ Schedule buildRingReduceScatter(const BuildParams& p) {
     b.add({StepKind::copy, BufferId::input, -1, sc.chunkOffset(r), sc.chunkBytes(r), 0, 0}, {}, {});
     return b.finish();
   }
-  addRingReduceScatter(p, sc, b, -1, BufferId::input, 0);  // the workspace is written, never copied in
+  addRingReduceScatter(p, sc, b, -1, BufferId::input, 0, partials_in_scratch);  // nothing copied in first
   if (p.average) addDivideOwned(p, sc, b, r, static_cast<uint32_t>(p.nranks - 2));
   return b.finish();
 }

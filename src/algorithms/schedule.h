@@ -14,7 +14,8 @@ enum class StepKind : uint8_t {
   send,        // send buffer[offset, +bytes) to peer
   recv,        // receive from peer into output[offset, +bytes)
   recvReduce,  // receive from peer into scratch[scratch_offset, +bytes), then
-               // output[offset] = source[offset] op scratch (source: output, or input on first touch)
+               // output[offset] = source[offset] op scratch (source: output, or input on first touch);
+               // the result goes to scratch[partial_at] instead where that is set
   copy,        // output[offset, +bytes) = input[offset, +bytes)
   divide,      // output[offset, +bytes) /= nranks (finishes ReduceOp::avg)
   stash,       // scratch[scratch_offset, +bytes) = output[offset, +bytes): keeps this rank's own
@@ -23,7 +24,11 @@ enum class StepKind : uint8_t {
                // (source input) or what stash kept at scratch_offset (source output)
 };
 
-enum class BufferId : uint8_t { input, output };
+// scratch: the schedule's own (Schedule::scratch_bytes), for sends of partial sums a
+// recvReduce left there (Step::partial_at).
+enum class BufferId : uint8_t { input, output, scratch };
+
+inline constexpr size_t kNotPartial = ~size_t{0};
 
 struct Step {
   StepKind kind;
@@ -51,6 +56,11 @@ struct Step {
   // its slots) writes this copy from its own while the bytes are in cache, reading the input
   // once (Connection::postSendCopying); elsewhere the executor copies, then sends.
   bool copy_to_output = false;
+  // recvReduce only: the sum goes to scratch[partial_at, +bytes), not output[offset]: a partial
+  // sum that is only sent on (by a send whose source is BufferId::scratch), so the output need
+  // not hold one for every chunk (a reduce-scatter's ring: two chunks of them in turn, not n - 2).
+  size_t partial_at = kNotPartial;
+  bool partial() const { return partial_at != kNotPartial; }
 };
 
 // Rules the builders follow and the schedule walker (exec/schedule_walker.h: the executor, the

@@ -33,8 +33,10 @@ bool forwardsItsReceive(const algo::Schedule& schedule, uint32_t i) {
   const Step& send = schedule.steps[i];
   if (send.kind != StepKind::send || send.forwards < 0 || static_cast<uint32_t>(send.forwards) >= i) return false;
   const Step& from = schedule.steps[send.forwards];
-  return from.kind == StepKind::recvReduce && from.peer == send.peer && from.offset == send.offset &&
-         from.bytes == send.bytes && from.op_index == send.op_index && send.source == algo::BufferId::output &&
+  const bool sends_the_sum = from.partial() ? send.source == algo::BufferId::scratch && send.offset == from.partial_at
+                                            : send.source == algo::BufferId::output && send.offset == from.offset;
+  return from.kind == StepKind::recvReduce && from.peer == send.peer && sends_the_sum &&
+         from.bytes == send.bytes && from.op_index == send.op_index &&
          std::find(send.deps.begin(), send.deps.end(), static_cast<uint32_t>(send.forwards)) != send.deps.end();
 }
 
@@ -91,7 +93,7 @@ class Executor {
         if (st_.fused[i]) break;
         st_.fused[i] = step.reduce_after < 0 && conn->caps().recv_reduce;
         if (st_.fused[i])
-          conn->postRecvReduce(address(algo::BufferId::output, step, step.offset), address(step.source, step, step.offset),
+          conn->postRecvReduce(sumAddress(step), address(step.source, step, step.offset),
                                step.bytes, tag, i, ctx_.type, ctx_.op);
         else
           conn->postRecv(ctx_.scratch->data() + step.scratch_offset, step.bytes, tag, i);
@@ -240,8 +242,15 @@ class Executor {
     const OpBuffers& op = ctx_.ops[step.op_index];
     if (id == algo::BufferId::output && op.result && offset - op.result_at < op.result_bytes)
       return op.result + (offset - op.result_at);
+    if (id == algo::BufferId::scratch) return ctx_.scratch->data() + offset;
     const void* base = id == algo::BufferId::input ? op.input : op.output;
     return const_cast<char*>(static_cast<const char*>(base)) + offset;
+  }
+
+  // Where a recvReduce's sum goes: the output, or scratch for a partial sum (Step::partial_at).
+  char* sumAddress(const Step& step) const {
+    return step.partial() ? address(algo::BufferId::scratch, step, step.partial_at)
+                          : address(algo::BufferId::output, step, step.offset);
   }
 
   // A send that also fills the output (Step::copy_to_output) lets the transport write that
@@ -274,8 +283,7 @@ class Executor {
       return Status::ok();
     COLL_RETURN_IF_ERROR(walk_.bringForward(f, *this, &head));
     if (!head) return Status::ok();
-    conn->postRecvReduceForward(address(algo::BufferId::output, step, step.offset),
-                                address(step.source, step, step.offset), step.bytes, ctx_.ops[step.op_index].tag, i,
+    conn->postRecvReduceForward(sumAddress(step), address(step.source, step, step.offset), step.bytes, ctx_.ops[step.op_index].tag, i,
                                 static_cast<uint64_t>(f), ctx_.type, ctx_.op);
     *posted = 1;
     walk_.claim(static_cast<uint32_t>(f));
@@ -317,7 +325,7 @@ class Executor {
 
   // A received slice (in scratch) into the output.
   void combine(const Step& step) {
-    char* out = address(algo::BufferId::output, step, step.offset);
+    char* out = sumAddress(step);
     const char* in = address(step.source, step, step.offset);
     const char* received = ctx_.scratch->data() + step.scratch_offset;
     size_t elems = step.bytes / sizeOf(ctx_.type);
@@ -366,6 +374,7 @@ uint64_t scheduleKind(const algo::Schedule& schedule) {
           static_cast<uint64_t>(step.copy_to_output) << 16 | peer << 32);
     h.add(step.offset);
     h.add(step.bytes);
+    h.add(step.partial_at);
   }
   return h.value();
 }
@@ -394,6 +403,7 @@ Status execute(const algo::Schedule& schedule, const ExecPlan& plan, ExecContext
 bool windowFits(const algo::Schedule& schedule, size_t at, size_t bytes) {
   const size_t end = at + bytes;
   for (const Step& step : schedule.steps) {
+    if (step.kind == StepKind::send && step.source == algo::BufferId::scratch) continue;  // not the output
     const size_t first = step.offset, last = step.offset + step.bytes;
     const bool overlaps = first < end && last > at;
     if (overlaps && (first < at || last > end)) return false;

@@ -131,6 +131,7 @@ class Simulation {
   }
 
   std::vector<uint8_t>& buffer(int r, BufferId id) {
+    if (id == BufferId::scratch) return ranks_[r].scratch;
     return (id == BufferId::output || c_.inPlace(r)) ? ranks_[r].output : ranks_[r].input;
   }
 
@@ -142,7 +143,10 @@ class Simulation {
                              ((step.kind == StepKind::send || step.kind == StepKind::recvReduce ||
                                step.kind == StepKind::combine) &&
                               step.source == BufferId::input);
-    const bool touches_output = step.kind != StepKind::send || step.source == BufferId::output || step.copy_to_output;
+    const bool touches_output = step.kind == StepKind::send
+                                    ? step.source == BufferId::output || step.copy_to_output
+                                    : !(step.kind == StepKind::recvReduce && step.partial());
+    if (step.kind == StepKind::send && step.source == BufferId::scratch) return "";  // prepare() checks its range
     auto inside = [&](std::pair<size_t, size_t> range) {
       return step.offset >= range.first && step.offset + step.bytes <= range.second;
     };
@@ -169,7 +173,12 @@ class Simulation {
       const Step& step = st.s.steps[i];
       if (step.bytes == 0) return where(r, i) + " moves no bytes";
       if (step.bytes % c_.elem_size || step.offset % c_.elem_size) return where(r, i) + " splits an element";
-      if (step.offset + step.bytes > total) return where(r, i) + " runs past the buffer";
+      const bool from_scratch = step.kind == StepKind::send && step.source == BufferId::scratch;
+      if (!from_scratch && step.offset + step.bytes > total) return where(r, i) + " runs past the buffer";
+      if (from_scratch && step.offset + step.bytes > st.s.scratch_bytes)
+        return where(r, i) + " sends from past the scratch space";
+      if (step.kind == StepKind::recvReduce && step.partial() && step.partial_at + step.bytes > st.s.scratch_bytes)
+        return where(r, i) + " keeps its partial sum past the scratch space";
       const bool uses_scratch = step.kind == StepKind::recvReduce || step.kind == StepKind::stash ||
                                 (step.kind == StepKind::combine && step.source == BufferId::output);
       if (uses_scratch && step.scratch_offset + step.bytes > st.s.scratch_bytes)
@@ -199,14 +208,16 @@ class Simulation {
     if (!first) error_ = where(r, i) + " finished twice";
   }
 
-  // output = source op received (a sum: commutative, so received_first changes nothing here)
+  // output = source op received (a sum: commutative, so received_first changes nothing here);
+  // a partial sum goes to scratch at partial_at
   void combine(int d, const Step& recv) {
     const size_t es = c_.elem_size;
-    auto& out = ranks_[d].output;
+    auto& out = recv.partial() ? ranks_[d].scratch : ranks_[d].output;
+    const size_t out_at = recv.partial() ? recv.partial_at : recv.offset;
     const auto& in = buffer(d, recv.source);
     const auto& scratch = ranks_[d].scratch;
     for (size_t b = 0; b < recv.bytes; b += es)
-      putElem(out, recv.offset + b, es,
+      putElem(out, out_at + b, es,
               (getElem(in, recv.offset + b, es) + getElem(scratch, recv.scratch_offset + b, es)) & widthMask(es));
   }
 

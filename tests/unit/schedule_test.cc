@@ -170,6 +170,38 @@ TEST(Interpreter, NoticesBrokenSchedules) {
   EXPECT_NE(r.find("later step"), std::string::npos) << r;
 }
 
+// Past four ranks the ring reduce-scatter keeps its partial sums in two chunk-sized areas of
+// scratch in turn (ring_phases.h): the output holds only the rank's own chunk, and a sum that
+// overwrites the one before it was sent on is caught.
+TEST(Interpreter, RingReduceScatterPartialSumsTakeTwoChunksOfScratchInTurn) {
+  SimConfig c;
+  c.collective = Collective::reducescatter;
+  c.n = 7, c.count = 7 * 131, c.elem_size = 4, c.slice_bytes = 64, c.depth = 1, c.in_place = false;
+  for (Mode mode : {Mode::eager, Mode::rendezvous}) {
+    c.mode = mode;
+    ASSERT_EQ(runMutated(c, {}, 5), "") << "the unbroken schedule must pass";
+  }
+  BuildParams p;
+  p.nranks = c.n, p.rank = 3, p.count = c.count, p.elem_size = c.elem_size, p.slice_bytes = c.slice_bytes;
+  p.pipeline_depth = c.depth, p.in_place = false;
+  const Schedule s = buildRingReduceScatter(p);
+  const ring::Chunk own = ring::chunk(c.count, c.n, p.rank);
+  size_t partial_sums = 0;
+  for (const Step& st : s.steps) {
+    if (st.kind != StepKind::recvReduce) continue;
+    if (st.partial()) ++partial_sums;
+    else EXPECT_TRUE(st.offset >= own.first * 4 && st.offset + st.bytes <= (own.first + own.count) * 4) << st.offset;
+  }
+  EXPECT_GT(partial_sums, 0u);
+  EXPECT_LE(s.scratch_bytes, c.slice_bytes + 2 * ring::chunk(c.count, c.n, 0).count * c.elem_size);
+  c.mode = Mode::rendezvous;
+  EXPECT_NE(runMutated(c, [](int, Schedule& m) {
+    for (Step& st : m.steps)
+      if (st.kind == StepKind::recvReduce && st.partial())
+        std::erase_if(st.deps, [&m](uint32_t d) { return m.steps[d].kind == StepKind::send; });
+  }, 20), "");
+}
+
 // The reference semantics of the other collectives have teeth too.
 TEST(Interpreter, NoticesBrokenSchedulesOfOtherCollectives) {
   SimConfig c;
