@@ -52,8 +52,16 @@ void addRingReduceScatter(const BuildParams& p, const SlicedChunks& sc, Schedule
     const bool partial = partials_in_scratch && s < n - 2;  // the last step's sum is the result
     for (size_t j = 0; j < sc.slices(recv_c); ++j) {
       Step step{StepKind::recvReduce, first_touch, left, sc.offset(recv_c, j), sc.bytes(recv_c, j), 0, phase};
-      if (partial) step.partial_at = partials.at(s, recv_c, j);
-      slots.add(b, std::move(step), partial ? partials.region(s, j) : sc.region(recv_c, j));
+      if (!partial) {
+        slots.add(b, std::move(step), sc.region(recv_c, j));
+        continue;
+      }
+      step.partial_at = partials.at(s, recv_c, j);
+      // It reads this rank's own operand where it lies (the output, in place: a later receive there
+      // must wait for it, which the ring's causality alone also ensures) and writes scratch.
+      std::vector<size_t> reads{partials.region(s, j)};
+      if (first_touch == BufferId::output) reads.push_back(sc.region(recv_c, j));
+      slots.used(b.add(slots.next(std::move(step)), reads, std::vector<size_t>{partials.region(s, j)}));
     }
   }
   b.setScratchBytes(partials_in_scratch ? partials.end() : slots.bytes());
