@@ -11,7 +11,8 @@ namespace {
 // sums take area s mod 2, slice j where it lies in its chunk.
 class PartialSums {
  public:
-  PartialSums(const SlicedChunks& sc, size_t base) : sc_(sc), base_(base), area_(sc.chunkBytes(0)), slices_(sc.slices(0)) {}
+  PartialSums(const SlicedChunks& sc, size_t base)
+      : sc_(sc), base_(base), area_(sc.chunkBytes(0)), slices_(sc.slices(0)) {}
   size_t at(int step, int c, size_t j) const {
     return base_ + static_cast<size_t>(step % 2) * area_ + (sc_.offset(c, j) - sc_.chunkOffset(c));
   }

@@ -1,9 +1,9 @@
 // A byte buffer that grows without writing to itself: a page of it takes memory only once
 // something is written there (a large allocation is fresh anonymous memory, zero until touched).
-// A reduce-scatter's workspace is as big as the op's input, and its schedule writes only the
-// partial sums it passes on (a ring with the result reduced straight into the caller's buffer:
-// n − 2 of the n chunks; the hierarchical one: H − 1 of them): a zero-filled vector made every
-// byte of it resident, for as long as the communicator lives.
+// A reduce-scatter's workspace is as big as the op's input, and its schedule writes only some
+// of it (a ring of up to four ranks the n − 2 chunks of partial sums it passes on, the
+// hierarchical one H − 1 chunks; docs/MEMORY.md): a zero-filled vector made every byte of it
+// resident, for as long as the communicator lives.
 #pragma once
 
 #include <cstddef>

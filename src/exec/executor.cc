@@ -283,8 +283,8 @@ class Executor {
       return Status::ok();
     COLL_RETURN_IF_ERROR(walk_.bringForward(f, *this, &head));
     if (!head) return Status::ok();
-    conn->postRecvReduceForward(sumAddress(step), address(step.source, step, step.offset), step.bytes, ctx_.ops[step.op_index].tag, i,
-                                static_cast<uint64_t>(f), ctx_.type, ctx_.op);
+    conn->postRecvReduceForward(sumAddress(step), address(step.source, step, step.offset), step.bytes,
+                                ctx_.ops[step.op_index].tag, i, static_cast<uint64_t>(f), ctx_.type, ctx_.op);
     *posted = 1;
     walk_.claim(static_cast<uint32_t>(f));
     return Status::ok();

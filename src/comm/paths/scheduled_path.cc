@@ -62,7 +62,8 @@ Status ScheduledPath::timedAllreduce(const algo::AlgorithmInfo& algorithm, size_
   p.root = 0;
   p.count = bytes / sizeof(float);
   workspace_.grow(bytes);
-  if (bytes > 0) std::memset(workspace_.data(), 0, bytes);  // zeros, not whatever was there: no NaN or denormal in the timing
+  // Zeros, not whatever was there before: no NaN or denormal in the timing.
+  if (bytes > 0) std::memset(workspace_.data(), 0, bytes);
   ExecContext ctx;
   ctx.ops.push_back({workspace_.data(), workspace_.data(), wireTag(tune_sequence_++, kTuneWireKind)});
   ctx.type = DataType::f32;
