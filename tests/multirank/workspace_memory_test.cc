@@ -34,45 +34,49 @@ long long residentAnonymous() {
   return -1;
 }
 
-void reduceScatterChecked(Communicator& comm, size_t per_rank) {
-  const int n = comm.size(), rank = comm.rank();
-  std::vector<float> in(per_rank * static_cast<size_t>(n)), out(per_rank, -1.0f);
-  for (size_t i = 0; i < in.size(); ++i) in[i] = value(rank, i);
-  comm.reduceScatter(in.data(), out.data(), per_rank, DataType::f32, ReduceOp::sum).wait();
-  const size_t first = per_rank * static_cast<size_t>(rank);
-  for (size_t i = 0; i < per_rank; ++i) {
-    float expected = 0;
-    for (int r = 0; r < n; ++r) expected += value(r, first + i);
-    RANK_CHECK(out[i] == expected, "reduce-scatter of %zu floats a rank: element %zu is %g, expected %g", per_rank, i,
-               out[i], expected);
+// One rank's buffers for a reduce-scatter of `per_rank` floats a rank, its input filled.
+struct ReduceScatterBuffers {
+  ReduceScatterBuffers(const Communicator& comm, size_t per_rank)
+      : in(per_rank * static_cast<size_t>(comm.size())), out(per_rank, -1.0f) {
+    for (size_t i = 0; i < in.size(); ++i) in[i] = value(comm.rank(), i);
   }
-}
+  void run(Communicator& comm) {
+    comm.reduceScatter(in.data(), out.data(), out.size(), DataType::f32, ReduceOp::sum).wait();
+  }
+  // Each element of the result against the sum of every rank's values.
+  void check(const Communicator& comm) const {
+    const size_t first = out.size() * static_cast<size_t>(comm.rank());
+    for (size_t i = 0; i < out.size(); ++i) {
+      float expected = 0;
+      for (int r = 0; r < comm.size(); ++r) expected += value(r, first + i);
+      RANK_CHECK(out[i] == expected, "reduce-scatter of %zu floats a rank: element %zu is %g, expected %g", out.size(),
+                 i, out[i], expected);
+    }
+  }
+  std::vector<float> in, out;
+};
 
 class WorkspaceMemory : public ::testing::TestWithParam<int> {};
 
 TEST_P(WorkspaceMemory, ARingReduceScatterTakesMemoryOnlyForThePartialSumsItPassesOn) {
   expectAllSucceeded(runRanks(GetParam(), [](Communicator& comm, Rank&) {
     comm.setAlgorithms("reducescatter:ring");
-    reduceScatterChecked(comm, 1000);  // connections, scratch and the first small workspace
-    const int n = comm.size();
-    std::vector<float> in(kPerRank * static_cast<size_t>(n)), out(kPerRank, 0.0f);
-    for (size_t i = 0; i < in.size(); ++i) in[i] = value(comm.rank(), i);
+    ReduceScatterBuffers small(comm, 1000);  // connections, scratch and the first small workspace
+    small.run(comm);
+    small.check(comm);
+    ReduceScatterBuffers large(comm, kPerRank);
     const long long before = residentAnonymous();
     RANK_CHECK(before > 0, "no RssAnon line in /proc/self/status");
-    comm.reduceScatter(in.data(), out.data(), kPerRank, DataType::f32, ReduceOp::sum).wait();
+    large.run(comm);
     const long long grew = residentAnonymous() - before;
-    const long long input = static_cast<long long>(in.size() * sizeof(float));
+    const int n = comm.size();
+    const long long input = static_cast<long long>(large.in.size() * sizeof(float));
     const long long partial_sums = input * (n > 4 ? 2 : n - 2) / n;
     // The partial sums, and an eighth of the input for the receive slots (4 MiB) and the rest.
     RANK_CHECK(grew < partial_sums + input / 8,
                "a reduce-scatter of %lld MiB grew this rank's private memory by %lld MiB: more than its %lld MiB of "
                "partial sums, as if the whole workspace were resident", input >> 20, grew >> 20, partial_sums >> 20);
-    const size_t first = kPerRank * static_cast<size_t>(comm.rank());
-    for (size_t i = 0; i < kPerRank; ++i) {
-      float expected = 0;
-      for (int r = 0; r < n; ++r) expected += value(r, first + i);
-      RANK_CHECK(out[i] == expected, "reduce-scatter: element %zu is %g, expected %g", i, out[i], expected);
-    }
+    large.check(comm);
   }));
 }
 
