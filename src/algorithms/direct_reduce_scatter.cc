@@ -1,7 +1,8 @@
 // Direct reduce-scatter: every rank sends chunk c straight to rank c, which reduces the n-1
 // it receives into its own chunk of the output as they arrive. The ring moves the same bytes,
-// but passes each partial sum on through a workspace as big as the buffer, written and read
-// back at every step; here nothing but the rank's own chunk is written, and there is one step.
+// but writes each partial sum it passes on and reads it back at the next step (in the workspace
+// up to four ranks, in two chunks of scratch past that); here nothing but the rank's own chunk
+// is written, and there is one step.
 //
 // Chosen only by a COLL_ALGO rule (`reducescatter:direct`); the cost model has no formula for
 // it, because where it wins is not what the model's terms describe (2026-12-07, `-Q "ring
