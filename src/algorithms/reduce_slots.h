@@ -54,7 +54,12 @@ class ReduceSlots {
   // next(), added reading and writing `regions` (the slice it combines into), and used().
   uint32_t add(ScheduleBuilder& b, Step step, size_t region) { return add(b, std::move(step), std::vector<size_t>{region}); }
   uint32_t add(ScheduleBuilder& b, Step step, const std::vector<size_t>& regions) {
-    const uint32_t index = b.add(next(std::move(step)), regions, regions);
+    return add(b, std::move(step), regions, regions);
+  }
+  // The same where the step reads other regions than it writes (a partial sum kept in scratch,
+  // Step::partial_at).
+  uint32_t add(ScheduleBuilder& b, Step step, const std::vector<size_t>& reads, const std::vector<size_t>& writes) {
+    const uint32_t index = b.add(next(std::move(step)), reads, writes);
     used(index);
     return index;
   }

@@ -62,7 +62,7 @@ void addRingReduceScatter(const BuildParams& p, const SlicedChunks& sc, Schedule
       // must wait for it, which the ring's causality alone also ensures) and writes scratch.
       std::vector<size_t> reads{partials.region(s, j)};
       if (first_touch == BufferId::output) reads.push_back(sc.region(recv_c, j));
-      slots.used(b.add(slots.next(std::move(step)), reads, std::vector<size_t>{partials.region(s, j)}));
+      slots.add(b, std::move(step), reads, {partials.region(s, j)});
     }
   }
   b.setScratchBytes(partials_in_scratch ? partials.end() : slots.bytes());
