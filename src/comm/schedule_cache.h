@@ -37,8 +37,10 @@ struct CachedSchedule {
   algo::Schedule schedule;
   ExecPlan plan;
   // Whether a reduce-scatter's own chunk may be reduced straight into the caller's buffer
-  // (exec/executor.h, windowFits): -1 not yet known. The chunk is fixed by the key and the rank.
+  // (exec/result_window.h, windowFits), and whether also where that chunk is the input's own
+  // (in place; windowMayOverwriteInput): -1 not yet known. The chunk is fixed by the key and the rank.
   mutable int8_t result_window_fits = -1;
+  mutable int8_t result_over_input = -1;
 };
 
 class ScheduleCache {

@@ -400,17 +400,6 @@ Status execute(const algo::Schedule& schedule, const ExecPlan& plan, ExecContext
   return Executor(schedule, plan, ctx, *state).run();
 }
 
-bool windowFits(const algo::Schedule& schedule, size_t at, size_t bytes) {
-  const size_t end = at + bytes;
-  for (const Step& step : schedule.steps) {
-    if (step.kind == StepKind::send && step.source == algo::BufferId::scratch) continue;  // not the output
-    const size_t first = step.offset, last = step.offset + step.bytes;
-    const bool overlaps = first < end && last > at;
-    if (overlaps && (first < at || last > end)) return false;
-  }
-  return true;
-}
-
 Status execute(const algo::Schedule& schedule, ExecContext& ctx) {
   ExecState state;
   return execute(schedule, ExecPlan::of(schedule), ctx, &state);

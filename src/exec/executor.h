@@ -23,16 +23,12 @@ struct OpBuffers {
   uint64_t tag = 0;  // identifies the op on the wire (sequence number and kind)
   // Output bytes [result_at, +result_bytes) lie at `result` instead of in `output`: the chunk a
   // reduce-scatter keeps, reduced straight into the caller's buffer while the rest of the output
-  // is a workspace (saves copying it out after). Only where every step of the schedule lies
-  // wholly inside that window or wholly outside it (windowFits).
+  // is a workspace (saves copying it out after). Only where the schedule allows it
+  // (exec/result_window.h).
   char* result = nullptr;
   size_t result_at = 0;
   size_t result_bytes = 0;
 };
-
-// Whether no step of `schedule` straddles the edge of output bytes [at, +bytes), so that
-// OpBuffers::result may move them elsewhere.
-bool windowFits(const algo::Schedule& schedule, size_t at, size_t bytes);
 
 struct ExecContext {
   std::vector<OpBuffers> ops;  // at least one

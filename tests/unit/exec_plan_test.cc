@@ -4,8 +4,6 @@
 #include <gtest/gtest.h>
 
 #include "algorithms/chain_broadcast.h"
-#include "algorithms/ordered_reduce.h"
-#include "algorithms/patterns/ring.h"
 #include "algorithms/ring_allreduce.h"
 #include "algorithms/ring_collectives.h"
 #include "exec/executor.h"
@@ -86,32 +84,6 @@ TEST(ExecPlan, ARingAllGatherRelaysAllButItsLastChunk) {
     const algo::Schedule reduce = algo::buildRingReduceScatter(params(1, n));
     for (int32_t f : ExecPlan::of(reduce).relay_send) EXPECT_LT(f, 0);
   }
-}
-
-// A reduce-scatter's own chunk may be reduced straight into the caller's buffer (OpBuffers::
-// result) only where no step straddles its edges: every reduce-scatter the catalog has, at
-// ranks that do and do not divide the slices evenly.
-TEST(ExecPlan, AReduceScattersOwnChunkIsAWindowOfItsSchedule) {
-  for (int n : {2, 3, 5})
-    for (int r = 0; r < n; ++r) {
-      algo::BuildParams p = params(r, n);
-      p.count = size_t{1001} * static_cast<size_t>(n);  // n equal chunks, as reduceScatter makes them
-      const algo::ring::Chunk own = algo::ring::chunk(p.count, n, r);
-      const size_t at = own.first * p.elem_size, bytes = own.count * p.elem_size;
-      EXPECT_TRUE(windowFits(algo::buildRingReduceScatter(p), at, bytes)) << "ring, rank " << r << " of " << n;
-      EXPECT_TRUE(windowFits(algo::buildOrderedReduceScatter(p), at, bytes)) << "ordered, rank " << r << " of " << n;
-    }
-}
-
-TEST(ExecPlan, AStepAcrossAWindowsEdgeRefusesIt) {
-  algo::Schedule s;
-  s.steps.push_back({algo::StepKind::divide, algo::BufferId::output, -1, 100, 50});
-  EXPECT_TRUE(windowFits(s, 100, 50));   // the step is the window
-  EXPECT_TRUE(windowFits(s, 0, 100));    // ends where the step begins
-  EXPECT_TRUE(windowFits(s, 150, 10));   // begins where the step ends
-  EXPECT_TRUE(windowFits(s, 90, 70));    // holds the step
-  EXPECT_FALSE(windowFits(s, 120, 100)); // the step begins before it
-  EXPECT_FALSE(windowFits(s, 90, 40));   // the step ends after it
 }
 
 }  // namespace
