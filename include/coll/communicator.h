@@ -78,6 +78,10 @@ class COLL_API Communicator {
   // afterwards waits for it: only Work::wait() says the result is there. Host buffers take no
   // stream.
   //
+  // An op that fails leaves its output undefined, and an in-place op its input too (part of it
+  // may be reduced already), as with MPI and NCCL: a step redone after a failure starts again
+  // from its own copy of the data.
+  //
   // recv[i] = op over all ranks of send[i], for i < count. send == recv is in-place.
   // Every rank receives bit-identical results.
   Work allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, Stream stream = nullptr);
